@@ -1,0 +1,29 @@
+/**
+ * The Isolation Backend contract: one lifecycle that every sandbox topology (host processes,
+ * containers, pods, VMs) implements, so the supervisor never branches on where a workload runs.
+ *
+ * <p>The lifecycle is a typestate: {@link openshell.isolation.IsolationBackend#attach attach}
+ * gives a {@link openshell.isolation.BoundBoundary}, whose {@code confirm} gives a
+ * {@link openshell.isolation.ReadyBoundary}, whose {@code startAgent} gives a
+ * {@link openshell.isolation.RunningBoundary}. Each step consumes its handle; a consumed handle
+ * rejects every call, and an error never advances state. Backends are found only through
+ * {@link openshell.isolation.BackendRegistry} by exact name and version, never by fallback.
+ *
+ * <h2>Limits</h2>
+ * <table>
+ * <caption>Bounds owned by this module</caption>
+ * <tr><th>Constant</th><th>Value</th><th>At the bound</th></tr>
+ * <tr><td>{@code TopologyDescriptor.MAX_PAYLOAD_BYTES}</td><td>64 KiB</td><td>INVALID</td></tr>
+ * <tr><td>{@code SandboxId.MAX_LENGTH}</td><td>63</td><td>INVALID</td></tr>
+ * <tr><td>{@code AgentSpec.MAX_ARGS} / {@code ExecSpec.MAX_ARGS}</td><td>4096</td><td>INVALID</td></tr>
+ * <tr><td>{@code AgentSpec.MAX_ENV}</td><td>4096</td><td>INVALID</td></tr>
+ * <tr><td>{@code BinaryIdentity.MAX_ANCESTORS}</td><td>64</td><td>INVALID</td></tr>
+ * <tr><td>{@code WorkloadIdentity.MAX_GROUPS}</td><td>64</td><td>INVALID</td></tr>
+ * </table>
+ */
+module openshell.isolation {
+    exports openshell.isolation;
+    exports openshell.isolation.spi;
+
+    uses openshell.isolation.spi.IsolationBackendProvider;
+}

@@ -1,0 +1,54 @@
+package openshell.isolation;
+
+import java.security.SecureRandom;
+import java.util.regex.Pattern;
+
+/**
+ * One launch of a sandbox. Fresh for every launch, so tokens, certificates and ledgers of an
+ * earlier launch can never be replayed into a later one. 128 random bits in lower-case base32:
+ * it is also a DNS label ({@code sandbox.<session>.openshell.internal}).
+ *
+ * @param value 26 characters of {@code [a-z2-7]}
+ */
+public record SandboxSessionId(String value) {
+    /** Exact length of an id: 130 bits of base32, the top two bits zero. */
+    public static final int LENGTH = 26;
+    private static final Pattern FORMAT = Pattern.compile("[a-z2-7]{" + LENGTH + "}");
+    private static final char[] ALPHABET = "abcdefghijklmnopqrstuvwxyz234567".toCharArray();
+    private static final SecureRandom RANDOM = new SecureRandom();
+
+    /** Validates the format. */
+    public SandboxSessionId {
+        BackendException.require(value, "session id");
+        if (!FORMAT.matcher(value).matches()) {
+            throw BackendException.invalid("session id must be " + LENGTH + " characters of [a-z2-7]");
+        }
+    }
+
+    /** @return a new id from a strong random source */
+    public static SandboxSessionId fresh() {
+        byte[] bits = new byte[17];
+        RANDOM.nextBytes(bits);
+        bits[0] &= 0x03;
+        StringBuilder out = new StringBuilder(LENGTH);
+        int buffer = 0;
+        int count = 0;
+        for (byte b : bits) {
+            buffer = (buffer << 8) | (b & 0xff);
+            count += 8;
+            while (count >= 5) {
+                count -= 5;
+                out.append(ALPHABET[(buffer >>> count) & 31]);
+            }
+        }
+        if (count > 0) {
+            out.append(ALPHABET[(buffer << (5 - count)) & 31]);
+        }
+        return new SandboxSessionId(out.substring(out.length() - LENGTH));
+    }
+
+    @Override
+    public String toString() {
+        return value;
+    }
+}
