@@ -1,0 +1,2 @@
+/** The gateway program; nothing here is exported. */
+package openshell.gateway;

@@ -1,0 +1,271 @@
+package openshell.gateway.store;
+
+import java.time.Instant;
+import java.util.Base64;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+import io.helidon.config.Config;
+import io.helidon.config.ConfigSources;
+import io.helidon.dbclient.DbClient;
+import io.helidon.dbclient.DbClientException;
+import io.helidon.dbclient.DbExecute;
+import io.helidon.dbclient.DbRow;
+import io.helidon.dbclient.DbTransaction;
+import openshell.gateway.GatewayException;
+import openshell.gateway.GatewayException.Reason;
+import openshell.isolation.BackendKey;
+import openshell.isolation.SandboxId;
+import openshell.isolation.TopologyDescriptor;
+
+/**
+ * Sandbox records in the embedded database or PostgreSQL, through Helidon's DB client. Several
+ * gateway replicas may share one database: every update is conditional on the row version it read,
+ * and generations and the credential epoch can only grow, so a stale replica or an old token can
+ * never roll a sandbox back.
+ */
+public final class SandboxStore implements AutoCloseable {
+    /** Most sandbox records kept; create is refused beyond it. */
+    public static final int MAX_SANDBOXES = 10_000;
+    /** Connections in the pool: the gateway's storage work is small and serialized per sandbox. */
+    static final int POOL_SIZE = 4;
+
+    private static final String COLUMNS = "id, name, driver, backend_name, backend_version, descriptor, dial_direction, "
+            + "state, runtime_generation, credential_epoch, session_lineage, policy_generation, policy_document, "
+            + "row_version, created_at, updated_at";
+
+    private final DbClient db;
+    private final int schemaVersion;
+
+    private SandboxStore(DbClient db, int schemaVersion) {
+        this.db = db;
+        this.schemaVersion = schemaVersion;
+    }
+
+    /**
+     * Opens the store and brings its schema up to date.
+     *
+     * @param config where the database is
+     * @return the store
+     * @throws GatewayException UNAVAILABLE if the database cannot be reached; INCOMPATIBLE if it
+     *                          was written by a newer gateway
+     */
+    public static SandboxStore open(StoreConfig config) {
+        Config dbConfig = Config.just(ConfigSources.create(Map.of(
+                "source", "jdbc",
+                "connection.url", config.jdbcUrl(),
+                "connection.username", config.username(),
+                "connection.password", config.password(),
+                "connection.maximumPoolSize", Integer.toString(POOL_SIZE),
+                "connection.poolName", "openshell-gateway-store")));
+        DbClient db;
+        try {
+            db = DbClient.create(dbConfig);
+        } catch (RuntimeException e) {
+            throw new GatewayException(Reason.UNAVAILABLE, "cannot open the sandbox store at " + config.jdbcUrl()
+                    + ": " + e.getMessage(), e);
+        }
+        try {
+            return new SandboxStore(db, SchemaMigrator.migrate(db));
+        } catch (RuntimeException e) {
+            db.close();
+            throw e;
+        }
+    }
+
+    /** @return the schema version in force */
+    public int schemaVersion() {
+        return schemaVersion;
+    }
+
+    /**
+     * Records a newly admitted sandbox.
+     *
+     * @param record the record, with version 1
+     * @return the stored record
+     * @throws GatewayException CONFLICT if the id or name is taken; EXHAUSTED at {@link #MAX_SANDBOXES}
+     */
+    public SandboxRecord create(SandboxRecord record) {
+        if (record.version() != 1) {
+            throw new GatewayException(Reason.INVALID, "a new record has version 1, not " + record.version());
+        }
+        return inTransaction(tx -> {
+            long count = tx.get("SELECT COUNT(*) FROM sandboxes").map(r -> r.column(1).get(Long.class)).orElse(0L);
+            if (count >= MAX_SANDBOXES) {
+                throw new GatewayException(Reason.EXHAUSTED, "the gateway keeps at most " + MAX_SANDBOXES
+                        + " sandboxes; delete some first");
+            }
+            boolean taken = tx.get("SELECT id FROM sandboxes WHERE id = ? OR name = ?",
+                    record.id().value(), record.name()).isPresent();
+            if (taken) {
+                throw new GatewayException(Reason.CONFLICT, "a sandbox with id " + record.id() + " or name "
+                        + record.name() + " already exists");
+            }
+            tx.insert("INSERT INTO sandboxes (" + COLUMNS + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    record.id().value(), record.name(), record.driver(), record.descriptor().backend().name(),
+                    record.descriptor().backend().version(),
+                    Base64.getEncoder().encodeToString(record.descriptor().payload()), record.direction().name(),
+                    record.state().name(), record.runtimeGeneration(), record.credentialEpoch(),
+                    record.sessionLineage(), record.policyGeneration(), record.policyDocument(), 1L,
+                    record.createdAt().toEpochMilli(), record.updatedAt().toEpochMilli());
+            return record;
+        });
+    }
+
+    /**
+     * @param id the sandbox
+     * @return its record
+     */
+    public Optional<SandboxRecord> find(SandboxId id) {
+        return guarded(() -> db.execute().get("SELECT " + COLUMNS + " FROM sandboxes WHERE id = ?", id.value())
+                .map(SandboxStore::read));
+    }
+
+    /**
+     * @param name the sandbox's name
+     * @return its record
+     */
+    public Optional<SandboxRecord> findByName(String name) {
+        return guarded(() -> db.execute().get("SELECT " + COLUMNS + " FROM sandboxes WHERE name = ?", name)
+                .map(SandboxStore::read));
+    }
+
+    /** @return every record, ordered by creation */
+    public List<SandboxRecord> list() {
+        return guarded(() -> {
+            try (var rows = db.execute().query("SELECT " + COLUMNS + " FROM sandboxes ORDER BY created_at, id")) {
+                return rows.map(SandboxStore::read).toList();
+            }
+        });
+    }
+
+    /**
+     * Writes a changed record if nobody else changed it since it was read, and only if no
+     * generation or epoch goes backwards.
+     *
+     * @param changed the record as read (same version), with its changes
+     * @return the stored record with the next version
+     * @throws GatewayException CONFLICT if another writer won or a counter would go back;
+     *                          NOT_FOUND if it was deleted
+     */
+    public SandboxRecord update(SandboxRecord changed) {
+        Instant now = Instant.now();
+        return inTransaction(tx -> {
+            long n = tx.update("UPDATE sandboxes SET state = ?, runtime_generation = ?, credential_epoch = ?, "
+                            + "session_lineage = ?, policy_generation = ?, policy_document = ?, dial_direction = ?, "
+                            + "row_version = row_version + 1, updated_at = ? "
+                            + "WHERE id = ? AND row_version = ? AND policy_generation <= ? "
+                            + "AND (runtime_generation < ? OR (runtime_generation = ? AND credential_epoch <= ?))",
+                    changed.state().name(), changed.runtimeGeneration(), changed.credentialEpoch(),
+                    changed.sessionLineage(), changed.policyGeneration(), changed.policyDocument(),
+                    changed.direction().name(), now.toEpochMilli(), changed.id().value(), changed.version(),
+                    changed.policyGeneration(), changed.runtimeGeneration(), changed.runtimeGeneration(),
+                    changed.credentialEpoch());
+            if (n == 1) {
+                return new SandboxRecord(changed.id(), changed.name(), changed.driver(), changed.descriptor(),
+                        changed.direction(), changed.state(), changed.runtimeGeneration(), changed.credentialEpoch(),
+                        changed.sessionLineage(), changed.policyGeneration(), changed.policyDocument(),
+                        changed.version() + 1, changed.createdAt(), Instant.ofEpochMilli(now.toEpochMilli()));
+            }
+            boolean exists = tx.get("SELECT id FROM sandboxes WHERE id = ?", changed.id().value()).isPresent();
+            throw exists
+                    ? new GatewayException(Reason.CONFLICT, "sandbox " + changed.id()
+                            + " changed since version " + changed.version() + ", or the update would move a generation or epoch back")
+                    : new GatewayException(Reason.NOT_FOUND, "no sandbox " + changed.id());
+        });
+    }
+
+    /**
+     * Moves the credential epoch from the expected value to the next one, atomically across
+     * replicas: exactly one caller wins each step.
+     *
+     * @param id       the sandbox
+     * @param expected the epoch the caller read
+     * @return the record with the new epoch
+     * @throws GatewayException CONFLICT if the epoch is no longer {@code expected}
+     */
+    public SandboxRecord advanceEpoch(SandboxId id, long expected) {
+        return inTransaction(tx -> {
+            long n = tx.update("UPDATE sandboxes SET credential_epoch = credential_epoch + 1, "
+                            + "row_version = row_version + 1, updated_at = ? WHERE id = ? AND credential_epoch = ?",
+                    Instant.now().toEpochMilli(), id.value(), expected);
+            if (n != 1) {
+                throw new GatewayException(Reason.CONFLICT, "credential epoch of " + id + " is no longer " + expected);
+            }
+            return tx.get("SELECT " + COLUMNS + " FROM sandboxes WHERE id = ?", id.value()).map(SandboxStore::read)
+                    .orElseThrow();
+        });
+    }
+
+    /**
+     * @param id the sandbox
+     * @return whether a record was removed
+     */
+    public boolean delete(SandboxId id) {
+        return guarded(() -> db.execute().delete("DELETE FROM sandboxes WHERE id = ?", id.value()) == 1);
+    }
+
+    @Override
+    public void close() {
+        db.close();
+    }
+
+    private static SandboxRecord read(DbRow row) {
+        // Columns by position: H2 reports names in upper case, PostgreSQL in lower case.
+        return new SandboxRecord(
+                new SandboxId(row.column(1).get(String.class)),
+                row.column(2).get(String.class),
+                row.column(3).get(String.class),
+                TopologyDescriptor.of(new BackendKey(row.column(4).get(String.class), row.column(5).get(Integer.class)),
+                        Base64.getDecoder().decode(row.column(6).get(String.class))),
+                DialDirection.valueOf(row.column(7).get(String.class)),
+                SandboxState.valueOf(row.column(8).get(String.class)),
+                row.column(9).get(Long.class),
+                row.column(10).get(Long.class),
+                row.column(11).get(String.class),
+                row.column(12).get(Long.class),
+                row.column(13).get(String.class),
+                row.column(14).get(Long.class),
+                Instant.ofEpochMilli(row.column(15).get(Long.class)),
+                Instant.ofEpochMilli(row.column(16).get(Long.class)));
+    }
+
+    private <T> T inTransaction(java.util.function.Function<DbExecute, T> work) {
+        DbTransaction tx;
+        try {
+            tx = db.transaction();
+        } catch (DbClientException e) {
+            throw unavailable(e);
+        }
+        boolean committed = false;
+        try {
+            T result = work.apply(tx);
+            tx.commit();
+            committed = true;
+            return result;
+        } catch (DbClientException e) {
+            throw unavailable(e);
+        } finally {
+            if (!committed) {
+                try {
+                    tx.rollback();
+                } catch (RuntimeException ignored) {
+                    // The original failure is what the caller needs; the rollback's is noise.
+                }
+            }
+        }
+    }
+
+    private static <T> T guarded(java.util.function.Supplier<T> work) {
+        try {
+            return work.get();
+        } catch (DbClientException e) {
+            throw unavailable(e);
+        }
+    }
+
+    private static GatewayException unavailable(DbClientException e) {
+        return new GatewayException(Reason.UNAVAILABLE, "sandbox store failed: " + e.getMessage(), e);
+    }
+}

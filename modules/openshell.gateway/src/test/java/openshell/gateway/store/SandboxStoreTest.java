@@ -1,0 +1,295 @@
+package openshell.gateway.store;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Stream;
+
+import openshell.gateway.GatewayException;
+import openshell.gateway.GatewayException.Reason;
+import openshell.isolation.BackendKey;
+import openshell.isolation.SandboxId;
+import openshell.isolation.SandboxSessionId;
+import openshell.isolation.TopologyDescriptor;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/** The store against both databases it supports: embedded H2 and a real PostgreSQL server. */
+class SandboxStoreTest {
+    private static PostgresServer postgres;
+    private static final AtomicInteger DATABASES = new AtomicInteger();
+
+    @TempDir
+    static Path state;
+
+    enum Database { H2, POSTGRESQL }
+
+    @BeforeAll
+    static void startPostgres() throws Exception {
+        postgres = PostgresServer.start();
+    }
+
+    @AfterAll
+    static void stopPostgres() throws Exception {
+        if (postgres != null) {
+            postgres.close();
+        }
+    }
+
+    static Stream<Database> databases() {
+        return Stream.of(Database.values());
+    }
+
+    static StoreConfig fresh(Database db) throws Exception {
+        int n = DATABASES.incrementAndGet();
+        return switch (db) {
+            case H2 -> StoreConfig.embedded(Files.createDirectories(state.resolve("h2-" + n)));
+            case POSTGRESQL -> postgres.freshDatabase("openshell_test_" + n);
+        };
+    }
+
+    static SandboxRecord record(String id, String name) {
+        Instant now = Instant.now().truncatedTo(ChronoUnit.MILLIS);
+        return new SandboxRecord(new SandboxId(id), name, "process",
+                TopologyDescriptor.of(new BackendKey("openshell-sandbox", 1), new byte[] {0, 1, 2, (byte) 0xff}),
+                DialDirection.RUNTIME_INITIATED, SandboxState.PROVISIONING, 1, 1,
+                SandboxSessionId.fresh().value(), 1, "version: 1\nnetwork_policies: {}\n", 1, now, now);
+    }
+
+    @ParameterizedTest
+    @MethodSource("databases")
+    void migratesOnceAndReopensIdempotently(Database db) throws Exception {
+        StoreConfig config = fresh(db);
+        try (SandboxStore store = SandboxStore.open(config)) {
+            assertEquals(1, store.schemaVersion());
+        }
+        try (SandboxStore store = SandboxStore.open(config)) {
+            assertEquals(1, store.schemaVersion());
+            assertTrue(store.list().isEmpty());
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("databases")
+    void recordsRoundTripAndSurviveARestart(Database db) throws Exception {
+        StoreConfig config = fresh(db);
+        SandboxRecord a = record("sb-a", "alpha");
+        SandboxRecord b = record("sb-b", "beta");
+        try (SandboxStore store = SandboxStore.open(config)) {
+            store.create(a);
+            store.create(b);
+        }
+        try (SandboxStore store = SandboxStore.open(config)) {
+            assertEquals(a, store.find(a.id()).orElseThrow());
+            assertEquals(b, store.findByName("beta").orElseThrow());
+            assertEquals(List.of(a, b).stream().map(SandboxRecord::id).toList(),
+                    store.list().stream().map(SandboxRecord::id).toList());
+            assertTrue(store.find(new SandboxId("missing")).isEmpty());
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("databases")
+    void duplicateIdOrNameIsRefusedAndChangesNothing(Database db) throws Exception {
+        try (SandboxStore store = SandboxStore.open(fresh(db))) {
+            SandboxRecord a = store.create(record("sb-a", "alpha"));
+            assertEquals(Reason.CONFLICT, assertThrows(GatewayException.class,
+                    () -> store.create(record("sb-a", "other"))).reason());
+            assertEquals(Reason.CONFLICT, assertThrows(GatewayException.class,
+                    () -> store.create(record("sb-other", "alpha"))).reason());
+            assertEquals(List.of(a), store.list());
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("databases")
+    void updateIsConditionalOnTheVersionRead(Database db) throws Exception {
+        try (SandboxStore store = SandboxStore.open(fresh(db))) {
+            SandboxRecord v1 = store.create(record("sb-a", "alpha"));
+            SandboxRecord v2 = store.update(v1.withState(SandboxState.RUNNING));
+            assertEquals(2, v2.version());
+            assertEquals(SandboxState.RUNNING, store.find(v1.id()).orElseThrow().state());
+            GatewayException stale = assertThrows(GatewayException.class,
+                    () -> store.update(v1.withState(SandboxState.STOPPED)));
+            assertEquals(Reason.CONFLICT, stale.reason());
+            assertEquals(SandboxState.RUNNING, store.find(v1.id()).orElseThrow().state());
+            store.delete(v1.id());
+            assertEquals(Reason.NOT_FOUND, assertThrows(GatewayException.class,
+                    () -> store.update(v2.withState(SandboxState.STOPPED))).reason());
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("databases")
+    void generationsAndEpochNeverGoBack(Database db) throws Exception {
+        try (SandboxStore store = SandboxStore.open(fresh(db))) {
+            SandboxRecord r = store.create(record("sb-a", "alpha"));
+            r = store.advanceEpoch(r.id(), 1);
+            r = store.advanceEpoch(r.id(), 2);
+            assertEquals(3, r.credentialEpoch());
+            SandboxRecord current = r;
+            SandboxRecord lowerEpoch = new SandboxRecord(r.id(), r.name(), r.driver(), r.descriptor(), r.direction(),
+                    r.state(), r.runtimeGeneration(), 2, r.sessionLineage(), r.policyGeneration(), r.policyDocument(),
+                    r.version(), r.createdAt(), r.updatedAt());
+            assertEquals(Reason.CONFLICT, assertThrows(GatewayException.class, () -> store.update(lowerEpoch)).reason());
+            // A relaunch resets the epoch for the new lineage, which is allowed because the generation grew.
+            SandboxRecord relaunched = store.update(current.relaunched(SandboxSessionId.fresh().value()));
+            assertEquals(2, relaunched.runtimeGeneration());
+            assertEquals(1, relaunched.credentialEpoch());
+            SandboxRecord olderGeneration = new SandboxRecord(r.id(), r.name(), r.driver(), r.descriptor(),
+                    r.direction(), r.state(), 1, 9, r.sessionLineage(), r.policyGeneration(), r.policyDocument(),
+                    relaunched.version(), r.createdAt(), r.updatedAt());
+            assertEquals(Reason.CONFLICT, assertThrows(GatewayException.class,
+                    () -> store.update(olderGeneration)).reason());
+            SandboxRecord withPolicy = store.update(relaunched.withPolicy(5, "version: 1\n"));
+            SandboxRecord olderPolicy = new SandboxRecord(r.id(), r.name(), r.driver(), r.descriptor(), r.direction(),
+                    r.state(), 2, 1, relaunched.sessionLineage(), 4, "version: 1\n", withPolicy.version(),
+                    r.createdAt(), r.updatedAt());
+            assertEquals(Reason.CONFLICT, assertThrows(GatewayException.class, () -> store.update(olderPolicy)).reason());
+            assertEquals(5, store.find(r.id()).orElseThrow().policyGeneration());
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("databases")
+    void twoReplicasRacingForTheEpochWinOneStepEach(Database db) throws Exception {
+        StoreConfig config = fresh(db);
+        try (SandboxStore replicaA = SandboxStore.open(config); SandboxStore replicaB = SandboxStore.open(config)) {
+            SandboxRecord r = replicaA.create(record("sb-a", "alpha"));
+            int contenders = 8;
+            ExecutorService pool = Executors.newFixedThreadPool(contenders);
+            try {
+                CountDownLatch go = new CountDownLatch(1);
+                List<Future<Boolean>> results = new ArrayList<>();
+                for (int i = 0; i < contenders; i++) {
+                    SandboxStore store = i % 2 == 0 ? replicaA : replicaB;
+                    results.add(pool.submit(() -> {
+                        go.await();
+                        try {
+                            store.advanceEpoch(r.id(), 1);
+                            return true;
+                        } catch (GatewayException e) {
+                            if (e.reason() != Reason.CONFLICT) {
+                                throw e;
+                            }
+                            return false;
+                        }
+                    }));
+                }
+                go.countDown();
+                int winners = 0;
+                for (Future<Boolean> f : results) {
+                    winners += f.get(60, TimeUnit.SECONDS) ? 1 : 0;
+                }
+                assertEquals(1, winners, "exactly one replica may move the epoch from 1");
+                assertEquals(2, replicaB.find(r.id()).orElseThrow().credentialEpoch());
+            } finally {
+                pool.shutdownNow();
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("databases")
+    void aNewerSchemaIsRefusedNotWritten(Database db) throws Exception {
+        StoreConfig config = fresh(db);
+        SandboxStore.open(config).close();
+        try (Connection c = DriverManager.getConnection(config.jdbcUrl(), config.username(), config.password())) {
+            c.createStatement().execute("INSERT INTO openshell_schema (version, description, applied_at) "
+                    + "VALUES (99, 'from the future', 0)");
+        }
+        GatewayException e = assertThrows(GatewayException.class, () -> SandboxStore.open(config));
+        assertEquals(Reason.INCOMPATIBLE, e.reason());
+        assertTrue(e.getMessage().contains("99"), e.getMessage());
+    }
+
+    @ParameterizedTest
+    @MethodSource("databases")
+    void createIsRefusedAtTheSandboxBound(Database db) throws Exception {
+        StoreConfig config = fresh(db);
+        try (SandboxStore store = SandboxStore.open(config)) {
+            try (Connection c = DriverManager.getConnection(config.jdbcUrl(), config.username(), config.password())) {
+                c.setAutoCommit(false);
+                SandboxRecord t = record("template", "template");
+                try (PreparedStatement ps = c.prepareStatement("INSERT INTO sandboxes (id, name, driver, backend_name, "
+                        + "backend_version, descriptor, dial_direction, state, runtime_generation, credential_epoch, "
+                        + "session_lineage, policy_generation, policy_document, row_version, created_at, updated_at) "
+                        + "VALUES (?, ?, 'process', 'openshell-sandbox', 1, '', 'RUNTIME_INITIATED', 'STOPPED', 1, 1, ?, "
+                        + "1, '', 1, 0, 0)")) {
+                    for (int i = 0; i < SandboxStore.MAX_SANDBOXES - 1; i++) {
+                        ps.setString(1, "bulk-" + i);
+                        ps.setString(2, "bulk-" + i);
+                        ps.setString(3, t.sessionLineage());
+                        ps.addBatch();
+                    }
+                    ps.executeBatch();
+                }
+                c.commit();
+            }
+            store.create(record("last-one", "last-one"));
+            GatewayException full = assertThrows(GatewayException.class,
+                    () -> store.create(record("one-too-many", "one-too-many")));
+            assertEquals(Reason.EXHAUSTED, full.reason());
+            assertTrue(store.find(new SandboxId("one-too-many")).isEmpty());
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("databases")
+    void policyDocumentAtTheBoundIsStored(Database db) throws Exception {
+        try (SandboxStore store = SandboxStore.open(fresh(db))) {
+            String atBound = "#".repeat(SandboxRecord.MAX_POLICY_BYTES);
+            SandboxRecord r = store.create(record("sb-a", "alpha"));
+            SandboxRecord stored = store.update(r.withPolicy(2, atBound));
+            assertEquals(atBound, store.find(r.id()).orElseThrow().policyDocument());
+            assertEquals(2, stored.policyGeneration());
+        }
+    }
+
+    @Test
+    void policyDocumentOverTheBoundIsRefusedAtTheRecord() {
+        SandboxRecord r = record("sb-a", "alpha");
+        String over = "é".repeat(SandboxRecord.MAX_POLICY_BYTES / 2) + "#";
+        assertEquals(SandboxRecord.MAX_POLICY_BYTES + 1, over.getBytes(StandardCharsets.UTF_8).length);
+        assertEquals(Reason.INVALID, assertThrows(GatewayException.class, () -> r.withPolicy(2, over)).reason());
+    }
+
+    @Test
+    void unreachableDatabaseIsUnavailableAndThePasswordIsNeverShown() {
+        StoreConfig config = new StoreConfig("jdbc:postgresql://127.0.0.1:1/none", "u", "s3cret-value");
+        assertFalse(config.toString().contains("s3cret-value"));
+        GatewayException e = assertThrows(GatewayException.class, () -> SandboxStore.open(config));
+        assertEquals(Reason.UNAVAILABLE, e.reason());
+        assertFalse(e.getMessage().contains("s3cret-value"));
+    }
+
+    @Test
+    void onlyH2FilesAndPostgresqlAreAccepted() {
+        assertEquals(Reason.INVALID, assertThrows(GatewayException.class,
+                () -> new StoreConfig("jdbc:h2:mem:x", "u", "")).reason());
+        assertEquals(Reason.INVALID, assertThrows(GatewayException.class,
+                () -> new StoreConfig("jdbc:mysql://h/db", "u", "")).reason());
+    }
+}
