@@ -17,6 +17,7 @@
  */
 module openshell.gateway {
     requires java.sql;
+    requires openshell.driver;
     requires openshell.isolation;
     requires io.helidon.common.config;
     requires io.helidon.config;

@@ -5,6 +5,7 @@ import java.time.Instant;
 import java.util.Objects;
 import java.util.regex.Pattern;
 
+import openshell.driver.DialDirection;
 import openshell.gateway.GatewayException;
 import openshell.isolation.SandboxId;
 import openshell.isolation.TopologyDescriptor;

@@ -13,6 +13,7 @@ import io.helidon.dbclient.DbClientException;
 import io.helidon.dbclient.DbExecute;
 import io.helidon.dbclient.DbRow;
 import io.helidon.dbclient.DbTransaction;
+import openshell.driver.DialDirection;
 import openshell.gateway.GatewayException;
 import openshell.gateway.GatewayException.Reason;
 import openshell.isolation.BackendKey;

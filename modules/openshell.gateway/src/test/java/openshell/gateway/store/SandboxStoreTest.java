@@ -23,6 +23,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
 
+import openshell.driver.DialDirection;
 import openshell.gateway.GatewayException;
 import openshell.gateway.GatewayException.Reason;
 import openshell.isolation.BackendKey;

@@ -1,0 +1,25 @@
+/**
+ * The embedded default compute driver: the sandbox runtime runs as a host process tree in fresh
+ * user, net, mount, pid, ipc and uts namespaces, the supervisor as an ordinary host process, and
+ * the two meet on a Unix socket in a private 0700 directory.
+ *
+ * <h2>How the namespaces are made</h2>
+ * A JVM is always multithreaded, and the kernel refuses {@code unshare(CLONE_NEWUSER)} and
+ * {@code setns} into a user or mount namespace to multithreaded callers. So the driver uses the
+ * host's util-linux: {@code unshare} starts a namespace holder (PID 1 of the new pid namespace),
+ * the driver writes the holder's uid and gid maps from outside (a private host id range per
+ * sandbox, so two sandboxes never share an identity), and {@code nsenter} starts the sandbox
+ * runtime inside, as the namespace's root. Killing the holder makes the kernel kill every process
+ * of the pid namespace: cleanup needs neither the supervisor nor the runtime.
+ *
+ * <table>
+ * <caption>Bounds owned by this module</caption>
+ * <tr><th>Constant</th><th>Value</th><th>At the bound</th></tr>
+ * <tr><td>{@code NamespaceHolder.READY_TIMEOUT}</td><td>10 s</td><td>FAILED, holder killed</td></tr>
+ * <tr><td>{@code NamespaceHolder.KILL_TIMEOUT}</td><td>10 s</td><td>FAILED, reported</td></tr>
+ * <tr><td>{@code IdRange.SIZE}</td><td>65,536 ids</td><td>per sandbox</td></tr>
+ * </table>
+ */
+module openshell.driver.process {
+    requires openshell.driver;
+}

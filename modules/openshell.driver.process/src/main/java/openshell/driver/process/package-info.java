@@ -1,0 +1,2 @@
+/** The process driver; nothing here is exported. */
+package openshell.driver.process;

@@ -1,0 +1,25 @@
+/**
+ * The compute-driver SPI: how the gateway provisions a sandbox's topology (execution environment,
+ * protected channel, outer network fence), starts and stops it, and cleans it up through a
+ * trusted path that works even when the supervisor is gone.
+ *
+ * <p>Drivers are services ({@code provides openshell.driver.spi.ComputeDriverProvider}); the
+ * gateway finds them through {@link openshell.driver.DriverRegistry} by exact name and never
+ * branches on a driver's name. Which driver a sandbox gets is decided by admission from trusted
+ * configuration, never by the policy or any other request input.
+ *
+ * <table>
+ * <caption>Bounds owned by this module</caption>
+ * <tr><th>Constant</th><th>Value</th><th>At the bound</th></tr>
+ * <tr><td>{@code Provisioned.MAX_STATE_BYTES}</td><td>64 KiB</td><td>INVALID</td></tr>
+ * <tr><td>{@code LaunchPlan.MAX_OPTIONS}</td><td>32</td><td>INVALID</td></tr>
+ * </table>
+ */
+module openshell.driver {
+    requires transitive openshell.isolation;
+
+    exports openshell.driver;
+    exports openshell.driver.spi;
+
+    uses openshell.driver.spi.ComputeDriverProvider;
+}

@@ -1,0 +1,2 @@
+/** What a driver module implements and registers. */
+package openshell.driver.spi;
