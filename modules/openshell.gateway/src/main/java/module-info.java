@@ -20,6 +20,9 @@ module openshell.gateway {
     requires openshell.driver;
     requires openshell.isolation;
     requires io.helidon.common.config;
+    requires io.helidon.http;
+    requires io.helidon.webserver;
+    requires jakarta.json;
     requires io.helidon.config;
     requires io.helidon.dbclient;
     requires io.helidon.dbclient.jdbc;

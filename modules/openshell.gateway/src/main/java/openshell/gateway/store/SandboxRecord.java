@@ -5,10 +5,9 @@ import java.time.Instant;
 import java.util.Objects;
 import java.util.regex.Pattern;
 
-import openshell.driver.DialDirection;
+import openshell.driver.Provisioned;
 import openshell.gateway.GatewayException;
 import openshell.isolation.SandboxId;
-import openshell.isolation.TopologyDescriptor;
 
 /**
  * One sandbox as the gateway persists it. {@code version} is the row version used for optimistic
@@ -18,8 +17,8 @@ import openshell.isolation.TopologyDescriptor;
  * @param id                the sandbox id
  * @param name              unique human name (a DNS label)
  * @param driver            the compute driver chosen by admission from trusted configuration
- * @param descriptor        what the driver provisioned, including the backend that must attach it
- * @param direction         who dials the Sandbox Protocol connection
+ * @param provisioned       what the driver provisioned: the descriptor (with the backend that must
+ *                          attach it), the dial direction and the driver's own state
  * @param state             the recorded state
  * @param runtimeGeneration increases with every launch of the runtime
  * @param credentialEpoch   increases with every token refresh; a lower one is never accepted again
@@ -30,12 +29,10 @@ import openshell.isolation.TopologyDescriptor;
  * @param createdAt         when it was admitted
  * @param updatedAt         when it last changed
  */
-public record SandboxRecord(SandboxId id, String name, String driver, TopologyDescriptor descriptor,
-                            DialDirection direction, SandboxState state, long runtimeGeneration,
+public record SandboxRecord(SandboxId id, String name, String driver, Provisioned provisioned,
+                            SandboxState state, long runtimeGeneration,
                             long credentialEpoch, String sessionLineage, long policyGeneration,
                             String policyDocument, long version, Instant createdAt, Instant updatedAt) {
-    /** Largest descriptor payload stored. */
-    public static final int MAX_DESCRIPTOR_BYTES = TopologyDescriptor.MAX_PAYLOAD_BYTES;
     /** Largest policy document stored, in UTF-8 bytes. */
     public static final int MAX_POLICY_BYTES = 1024 * 1024;
     private static final Pattern LABEL = Pattern.compile("[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?");
@@ -46,8 +43,7 @@ public record SandboxRecord(SandboxId id, String name, String driver, TopologyDe
         Objects.requireNonNull(id, "id");
         label(name, "name");
         label(driver, "driver");
-        Objects.requireNonNull(descriptor, "descriptor");
-        Objects.requireNonNull(direction, "direction");
+        Objects.requireNonNull(provisioned, "provisioned");
         Objects.requireNonNull(state, "state");
         Objects.requireNonNull(sessionLineage, "session lineage");
         Objects.requireNonNull(policyDocument, "policy document");
@@ -74,12 +70,17 @@ public record SandboxRecord(SandboxId id, String name, String driver, TopologyDe
         return new GatewayException(GatewayException.Reason.INVALID, message);
     }
 
+    /** @return the descriptor the driver wrote */
+    public openshell.isolation.TopologyDescriptor descriptor() {
+        return provisioned.descriptor();
+    }
+
     /**
      * @param state the new state
      * @return a copy in that state
      */
     public SandboxRecord withState(SandboxState state) {
-        return new SandboxRecord(id, name, driver, descriptor, direction, state, runtimeGeneration, credentialEpoch,
+        return new SandboxRecord(id, name, driver, provisioned, state, runtimeGeneration, credentialEpoch,
                 sessionLineage, policyGeneration, policyDocument, version, createdAt, updatedAt);
     }
 
@@ -92,8 +93,17 @@ public record SandboxRecord(SandboxId id, String name, String driver, TopologyDe
         if (generation <= policyGeneration) {
             throw invalid("policy generation must increase: " + generation + " after " + policyGeneration);
         }
-        return new SandboxRecord(id, name, driver, descriptor, direction, state, runtimeGeneration, credentialEpoch,
+        return new SandboxRecord(id, name, driver, provisioned, state, runtimeGeneration, credentialEpoch,
                 sessionLineage, generation, document, version, createdAt, updatedAt);
+    }
+
+    /**
+     * @param next what the driver returned for a new launch or a restart
+     * @return a copy with it
+     */
+    public SandboxRecord withProvisioned(Provisioned next) {
+        return new SandboxRecord(id, name, driver, next, state, runtimeGeneration, credentialEpoch,
+                sessionLineage, policyGeneration, policyDocument, version, createdAt, updatedAt);
     }
 
     /**
@@ -103,7 +113,7 @@ public record SandboxRecord(SandboxId id, String name, String driver, TopologyDe
      * @return a copy for the new launch
      */
     public SandboxRecord relaunched(String lineage) {
-        return new SandboxRecord(id, name, driver, descriptor, direction, state, runtimeGeneration + 1, 1,
+        return new SandboxRecord(id, name, driver, provisioned, state, runtimeGeneration + 1, 1,
                 lineage, policyGeneration, policyDocument, version, createdAt, updatedAt);
     }
 }

@@ -14,6 +14,7 @@ import io.helidon.dbclient.DbExecute;
 import io.helidon.dbclient.DbRow;
 import io.helidon.dbclient.DbTransaction;
 import openshell.driver.DialDirection;
+import openshell.driver.Provisioned;
 import openshell.gateway.GatewayException;
 import openshell.gateway.GatewayException.Reason;
 import openshell.isolation.BackendKey;
@@ -33,7 +34,7 @@ public final class SandboxStore implements AutoCloseable {
     static final int POOL_SIZE = 4;
 
     private static final String COLUMNS = "id, name, driver, backend_name, backend_version, descriptor, dial_direction, "
-            + "state, runtime_generation, credential_epoch, session_lineage, policy_generation, policy_document, "
+            + "driver_state, state, runtime_generation, credential_epoch, session_lineage, policy_generation, policy_document, "
             + "row_version, created_at, updated_at";
 
     private final DbClient db;
@@ -103,11 +104,11 @@ public final class SandboxStore implements AutoCloseable {
                 throw new GatewayException(Reason.CONFLICT, "a sandbox with id " + record.id() + " or name "
                         + record.name() + " already exists");
             }
-            tx.insert("INSERT INTO sandboxes (" + COLUMNS + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            tx.insert("INSERT INTO sandboxes (" + COLUMNS + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     record.id().value(), record.name(), record.driver(), record.descriptor().backend().name(),
                     record.descriptor().backend().version(),
-                    Base64.getEncoder().encodeToString(record.descriptor().payload()), record.direction().name(),
-                    record.state().name(), record.runtimeGeneration(), record.credentialEpoch(),
+                    base64(record.descriptor().payload()), record.provisioned().direction().name(),
+                    base64(record.provisioned().state()), record.state().name(), record.runtimeGeneration(), record.credentialEpoch(),
                     record.sessionLineage(), record.policyGeneration(), record.policyDocument(), 1L,
                     record.createdAt().toEpochMilli(), record.updatedAt().toEpochMilli());
             return record;
@@ -155,17 +156,20 @@ public final class SandboxStore implements AutoCloseable {
         return inTransaction(tx -> {
             long n = tx.update("UPDATE sandboxes SET state = ?, runtime_generation = ?, credential_epoch = ?, "
                             + "session_lineage = ?, policy_generation = ?, policy_document = ?, dial_direction = ?, "
+                            + "driver_state = ?, backend_name = ?, backend_version = ?, descriptor = ?, "
                             + "row_version = row_version + 1, updated_at = ? "
                             + "WHERE id = ? AND row_version = ? AND policy_generation <= ? "
                             + "AND (runtime_generation < ? OR (runtime_generation = ? AND credential_epoch <= ?))",
                     changed.state().name(), changed.runtimeGeneration(), changed.credentialEpoch(),
                     changed.sessionLineage(), changed.policyGeneration(), changed.policyDocument(),
-                    changed.direction().name(), now.toEpochMilli(), changed.id().value(), changed.version(),
+                    changed.provisioned().direction().name(), base64(changed.provisioned().state()),
+                    changed.descriptor().backend().name(), changed.descriptor().backend().version(),
+                    base64(changed.descriptor().payload()), now.toEpochMilli(), changed.id().value(), changed.version(),
                     changed.policyGeneration(), changed.runtimeGeneration(), changed.runtimeGeneration(),
                     changed.credentialEpoch());
             if (n == 1) {
-                return new SandboxRecord(changed.id(), changed.name(), changed.driver(), changed.descriptor(),
-                        changed.direction(), changed.state(), changed.runtimeGeneration(), changed.credentialEpoch(),
+                return new SandboxRecord(changed.id(), changed.name(), changed.driver(), changed.provisioned(),
+                        changed.state(), changed.runtimeGeneration(), changed.credentialEpoch(),
                         changed.sessionLineage(), changed.policyGeneration(), changed.policyDocument(),
                         changed.version() + 1, changed.createdAt(), Instant.ofEpochMilli(now.toEpochMilli()));
             }
@@ -218,18 +222,23 @@ public final class SandboxStore implements AutoCloseable {
                 new SandboxId(row.column(1).get(String.class)),
                 row.column(2).get(String.class),
                 row.column(3).get(String.class),
-                TopologyDescriptor.of(new BackendKey(row.column(4).get(String.class), row.column(5).get(Integer.class)),
-                        Base64.getDecoder().decode(row.column(6).get(String.class))),
-                DialDirection.valueOf(row.column(7).get(String.class)),
-                SandboxState.valueOf(row.column(8).get(String.class)),
-                row.column(9).get(Long.class),
+                Provisioned.of(TopologyDescriptor.of(new BackendKey(row.column(4).get(String.class),
+                                row.column(5).get(Integer.class)), Base64.getDecoder().decode(row.column(6).get(String.class))),
+                        DialDirection.valueOf(row.column(7).get(String.class)),
+                        Base64.getDecoder().decode(row.column(8).get(String.class))),
+                SandboxState.valueOf(row.column(9).get(String.class)),
                 row.column(10).get(Long.class),
-                row.column(11).get(String.class),
-                row.column(12).get(Long.class),
-                row.column(13).get(String.class),
-                row.column(14).get(Long.class),
-                Instant.ofEpochMilli(row.column(15).get(Long.class)),
-                Instant.ofEpochMilli(row.column(16).get(Long.class)));
+                row.column(11).get(Long.class),
+                row.column(12).get(String.class),
+                row.column(13).get(Long.class),
+                row.column(14).get(String.class),
+                row.column(15).get(Long.class),
+                Instant.ofEpochMilli(row.column(16).get(Long.class)),
+                Instant.ofEpochMilli(row.column(17).get(Long.class)));
+    }
+
+    private static String base64(byte[] bytes) {
+        return Base64.getEncoder().encodeToString(bytes);
     }
 
     private <T> T inTransaction(java.util.function.Function<DbExecute, T> work) {

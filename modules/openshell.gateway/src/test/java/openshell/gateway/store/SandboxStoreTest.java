@@ -24,6 +24,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
 
 import openshell.driver.DialDirection;
+import openshell.driver.Provisioned;
 import openshell.gateway.GatewayException;
 import openshell.gateway.GatewayException.Reason;
 import openshell.isolation.BackendKey;
@@ -74,8 +75,9 @@ class SandboxStoreTest {
     static SandboxRecord record(String id, String name) {
         Instant now = Instant.now().truncatedTo(ChronoUnit.MILLIS);
         return new SandboxRecord(new SandboxId(id), name, "process",
-                TopologyDescriptor.of(new BackendKey("openshell-sandbox", 1), new byte[] {0, 1, 2, (byte) 0xff}),
-                DialDirection.RUNTIME_INITIATED, SandboxState.PROVISIONING, 1, 1,
+                Provisioned.of(TopologyDescriptor.of(new BackendKey("openshell-sandbox", 1),
+                        new byte[] {0, 1, 2, (byte) 0xff}), DialDirection.RUNTIME_INITIATED, new byte[] {42, 0, 7}),
+                SandboxState.PROVISIONING, 1, 1,
                 SandboxSessionId.fresh().value(), 1, "version: 1\nnetwork_policies: {}\n", 1, now, now);
     }
 
@@ -151,7 +153,7 @@ class SandboxStoreTest {
             r = store.advanceEpoch(r.id(), 2);
             assertEquals(3, r.credentialEpoch());
             SandboxRecord current = r;
-            SandboxRecord lowerEpoch = new SandboxRecord(r.id(), r.name(), r.driver(), r.descriptor(), r.direction(),
+            SandboxRecord lowerEpoch = new SandboxRecord(r.id(), r.name(), r.driver(), r.provisioned(),
                     r.state(), r.runtimeGeneration(), 2, r.sessionLineage(), r.policyGeneration(), r.policyDocument(),
                     r.version(), r.createdAt(), r.updatedAt());
             assertEquals(Reason.CONFLICT, assertThrows(GatewayException.class, () -> store.update(lowerEpoch)).reason());
@@ -159,13 +161,13 @@ class SandboxStoreTest {
             SandboxRecord relaunched = store.update(current.relaunched(SandboxSessionId.fresh().value()));
             assertEquals(2, relaunched.runtimeGeneration());
             assertEquals(1, relaunched.credentialEpoch());
-            SandboxRecord olderGeneration = new SandboxRecord(r.id(), r.name(), r.driver(), r.descriptor(),
-                    r.direction(), r.state(), 1, 9, r.sessionLineage(), r.policyGeneration(), r.policyDocument(),
+            SandboxRecord olderGeneration = new SandboxRecord(r.id(), r.name(), r.driver(), r.provisioned(),
+                    r.state(), 1, 9, r.sessionLineage(), r.policyGeneration(), r.policyDocument(),
                     relaunched.version(), r.createdAt(), r.updatedAt());
             assertEquals(Reason.CONFLICT, assertThrows(GatewayException.class,
                     () -> store.update(olderGeneration)).reason());
             SandboxRecord withPolicy = store.update(relaunched.withPolicy(5, "version: 1\n"));
-            SandboxRecord olderPolicy = new SandboxRecord(r.id(), r.name(), r.driver(), r.descriptor(), r.direction(),
+            SandboxRecord olderPolicy = new SandboxRecord(r.id(), r.name(), r.driver(), r.provisioned(),
                     r.state(), 2, 1, relaunched.sessionLineage(), 4, "version: 1\n", withPolicy.version(),
                     r.createdAt(), r.updatedAt());
             assertEquals(Reason.CONFLICT, assertThrows(GatewayException.class, () -> store.update(olderPolicy)).reason());
@@ -236,9 +238,10 @@ class SandboxStoreTest {
                 SandboxRecord t = record("template", "template");
                 try (PreparedStatement ps = c.prepareStatement("INSERT INTO sandboxes (id, name, driver, backend_name, "
                         + "backend_version, descriptor, dial_direction, state, runtime_generation, credential_epoch, "
-                        + "session_lineage, policy_generation, policy_document, row_version, created_at, updated_at) "
-                        + "VALUES (?, ?, 'process', 'openshell-sandbox', 1, '', 'RUNTIME_INITIATED', 'STOPPED', 1, 1, ?, "
-                        + "1, '', 1, 0, 0)")) {
+                        + "session_lineage, policy_generation, policy_document, row_version, created_at, updated_at, "
+                        + "driver_state) VALUES (?, ?, 'process', 'openshell-sandbox', 1, '', 'RUNTIME_INITIATED', "
+                        + "'STOPPED', 1, 1, ?, "
+                        + "1, '', 1, 0, 0, '')")) {
                     for (int i = 0; i < SandboxStore.MAX_SANDBOXES - 1; i++) {
                         ps.setString(1, "bulk-" + i);
                         ps.setString(2, "bulk-" + i);

@@ -8,6 +8,7 @@ CREATE TABLE sandboxes (
     backend_version    INTEGER         NOT NULL,
     descriptor         VARCHAR(100000) NOT NULL,
     dial_direction     VARCHAR(32)     NOT NULL,
+    driver_state       VARCHAR(100000) NOT NULL,
     state              VARCHAR(32)     NOT NULL,
     runtime_generation BIGINT          NOT NULL,
     credential_epoch   BIGINT          NOT NULL,

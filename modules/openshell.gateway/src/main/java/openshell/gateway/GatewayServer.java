@@ -1,0 +1,167 @@
+package openshell.gateway;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.Map;
+
+import io.helidon.http.HeaderNames;
+import io.helidon.http.Status;
+import io.helidon.webserver.WebServer;
+import io.helidon.webserver.http.HttpRouting;
+import io.helidon.webserver.http.ServerResponse;
+import jakarta.json.JsonObject;
+import openshell.driver.DriverEnvironment;
+import openshell.driver.DriverException;
+import openshell.driver.DriverRegistry;
+import openshell.gateway.store.SandboxRecord;
+import openshell.gateway.store.SandboxStore;
+
+/**
+ * The gateway's HTTP server: health endpoints open to anyone on the listening address, and the
+ * {@code /v1} API and its OpenAPI description only with the API token.
+ */
+public final class GatewayServer implements AutoCloseable {
+    private final WebServer server;
+    private final SandboxStore store;
+
+    private GatewayServer(WebServer server, SandboxStore store) {
+        this.server = server;
+        this.store = store;
+    }
+
+    /**
+     * Starts the gateway: state directory, API token, database, HTTP listener.
+     *
+     * @param config  trusted configuration
+     * @param drivers the compute drivers available
+     * @return the running server
+     */
+    public static GatewayServer start(GatewayConfig config, DriverRegistry drivers) {
+        Path state = prepareStateDirectory(config.stateDirectory());
+        ApiToken token = ApiToken.loadOrCreate(state);
+        SandboxStore store = SandboxStore.open(config.store());
+        try {
+            DriverEnvironment driverEnvironment = new DriverEnvironment(state.resolve("drivers"), Map.of());
+            WebServer server = WebServer.builder()
+                    .host(config.host())
+                    .port(config.port())
+                    .routing(r -> routing(r, token, store, drivers, driverEnvironment))
+                    .build()
+                    .start();
+            return new GatewayServer(server, store);
+        } catch (RuntimeException e) {
+            store.close();
+            throw e;
+        }
+    }
+
+    private static void routing(HttpRouting.Builder r, ApiToken token, SandboxStore store, DriverRegistry drivers,
+                                DriverEnvironment driverEnvironment) {
+        r.addFilter((chain, req, res) -> {
+            String path = req.path().path();
+            boolean open = path.equals("/healthz") || path.equals("/readyz");
+            if (open || token.admits(req.headers().first(HeaderNames.AUTHORIZATION).orElse(null))) {
+                chain.proceed();
+            } else {
+                res.header(HeaderNames.WWW_AUTHENTICATE, "Bearer");
+                send(res, Status.UNAUTHORIZED_401, JsonBodies.error("UNAUTHENTICATED",
+                        "this endpoint needs the gateway's API token: Authorization: Bearer <token from the state directory's "
+                                + ApiToken.FILE + ">"));
+            }
+        });
+        r.get("/healthz", (req, res) -> send(res, Status.OK_200, JsonBodies.status("ok")));
+        r.get("/readyz", (req, res) -> {
+            try {
+                store.list();
+                send(res, Status.OK_200, JsonBodies.status("ready"));
+            } catch (GatewayException e) {
+                send(res, Status.SERVICE_UNAVAILABLE_503, JsonBodies.error("UNAVAILABLE", e.getMessage()));
+            }
+        });
+        r.get("/openapi.yaml", (req, res) -> {
+            try (InputStream in = GatewayServer.class.getResourceAsStream("openapi.yaml")) {
+                res.header(HeaderNames.CONTENT_TYPE, "application/yaml").send(in.readAllBytes());
+            }
+        });
+        r.get("/v1/sandboxes", (req, res) -> guarded(res, () -> send(res, Status.OK_200,
+                JsonBodies.sandboxes(store.list()))));
+        r.get("/v1/sandboxes/{name}", (req, res) -> guarded(res, () -> send(res, Status.OK_200,
+                JsonBodies.sandbox(byName(store, req.path().pathParameters().get("name"))))));
+        r.delete("/v1/sandboxes/{name}", (req, res) -> guarded(res, () -> {
+            SandboxRecord record = byName(store, req.path().pathParameters().get("name"));
+            // The trusted cleanup path: the driver removes everything, supervisor or not, before the record goes.
+            drivers.driver(record.driver(), driverEnvironment).delete(record.id(), record.provisioned().state());
+            store.delete(record.id());
+            res.status(Status.NO_CONTENT_204).send();
+        }));
+    }
+
+    private static SandboxRecord byName(SandboxStore store, String name) {
+        return store.findByName(name).orElseThrow(() -> new GatewayException(GatewayException.Reason.NOT_FOUND,
+                "no sandbox named '" + name + "'"));
+    }
+
+    private static void guarded(ServerResponse res, Runnable work) {
+        try {
+            work.run();
+        } catch (GatewayException e) {
+            send(res, status(e.reason()), JsonBodies.error(e.reason().name(), e.getMessage()));
+        } catch (DriverException e) {
+            Status s = switch (e.kind()) {
+                case INVALID -> Status.BAD_REQUEST_400;
+                case NOT_FOUND -> Status.NOT_FOUND_404;
+                case UNAVAILABLE -> Status.SERVICE_UNAVAILABLE_503;
+                case FAILED -> Status.INTERNAL_SERVER_ERROR_500;
+            };
+            send(res, s, JsonBodies.error("DRIVER_" + e.kind().name(), e.getMessage()));
+        }
+    }
+
+    static Status status(GatewayException.Reason reason) {
+        return switch (reason) {
+            case INVALID -> Status.BAD_REQUEST_400;
+            case NOT_FOUND -> Status.NOT_FOUND_404;
+            case CONFLICT -> Status.CONFLICT_409;
+            case EXHAUSTED -> Status.TOO_MANY_REQUESTS_429;
+            case UNAVAILABLE -> Status.SERVICE_UNAVAILABLE_503;
+            case INCOMPATIBLE -> Status.INTERNAL_SERVER_ERROR_500;
+        };
+    }
+
+    private static void send(ServerResponse res, Status status, JsonObject body) {
+        res.status(status).header(HeaderNames.CONTENT_TYPE, "application/json");
+        res.send(JsonBodies.write(body));
+    }
+
+    private static Path prepareStateDirectory(Path dir) {
+        try {
+            if (!Files.exists(dir)) {
+                Files.createDirectories(dir.getParent());
+                Files.createDirectory(dir, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
+            }
+            String perms = PosixFilePermissions.toString(Files.getPosixFilePermissions(dir));
+            if (!perms.equals("rwx------")) {
+                throw new GatewayException(GatewayException.Reason.INVALID, "the gateway state directory " + dir
+                        + " has permissions " + perms + "; it must be rwx------ (chmod 700 it)");
+            }
+            return dir;
+        } catch (IOException e) {
+            throw new GatewayException(GatewayException.Reason.UNAVAILABLE, "cannot prepare the state directory "
+                    + dir + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** @return the port the API listens on */
+    public int port() {
+        return server.port();
+    }
+
+    @Override
+    public void close() {
+        server.stop();
+        store.close();
+    }
+}
