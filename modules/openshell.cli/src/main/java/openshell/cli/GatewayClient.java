@@ -1,0 +1,81 @@
+package openshell.cli;
+
+import java.io.IOException;
+import java.io.StringReader;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.time.Duration;
+
+import io.helidon.http.HeaderNames;
+import io.helidon.http.Method;
+import io.helidon.webclient.api.HttpClientRequest;
+import io.helidon.webclient.api.HttpClientResponse;
+import io.helidon.webclient.api.WebClient;
+import jakarta.json.Json;
+import jakarta.json.JsonObject;
+import jakarta.json.JsonReader;
+
+/**
+ * The gateway's REST API as the CLI sees it: the URL from {@code <state>/gateway.json}, the token
+ * from {@code <state>/api-token}. The token is sent only to that URL and never printed.
+ */
+final class GatewayClient {
+    static final Duration TIMEOUT = Duration.ofSeconds(30);
+
+    /** A reply: status and JSON body (empty object when there is none). */
+    record Reply(int status, JsonObject body) {
+    }
+
+    private final WebClient client;
+    private final String token;
+
+    private GatewayClient(String url, String token) {
+        this.client = WebClient.builder().baseUri(url).readTimeout(TIMEOUT).connectTimeout(Duration.ofSeconds(5)).build();
+        this.token = token;
+    }
+
+    static GatewayClient connect(Path state) {
+        JsonObject endpoint = endpoint(state);
+        String token;
+        try {
+            token = Files.readString(state.resolve("api-token"), StandardCharsets.US_ASCII).strip();
+        } catch (IOException e) {
+            throw new CliException(CliException.NO_GATEWAY, "cannot read the API token in " + state
+                    + ": " + e.getMessage());
+        }
+        return new GatewayClient(endpoint.getString("url"), token);
+    }
+
+    static JsonObject endpoint(Path state) {
+        Path file = state.resolve("gateway.json");
+        try (JsonReader r = Json.createReader(new StringReader(Files.readString(file)))) {
+            return r.readObject();
+        } catch (NoSuchFileException e) {
+            throw new CliException(CliException.NO_GATEWAY, "no gateway is running for " + state
+                    + "; start one with: openshell gateway start --background");
+        } catch (IOException | RuntimeException e) {
+            throw new CliException(CliException.NO_GATEWAY, "cannot read " + file + ": " + e.getMessage());
+        }
+    }
+
+    Reply call(String method, String path) {
+        HttpClientRequest request = client.method(Method.create(method)).path(path)
+                .header(HeaderNames.AUTHORIZATION, "Bearer " + token);
+        try (HttpClientResponse response = request.request()) {
+            String text = response.entity().hasEntity() ? response.as(String.class) : "";
+            JsonObject body = Json.createObjectBuilder().build();
+            if (!text.isBlank()) {
+                try (JsonReader r = Json.createReader(new StringReader(text))) {
+                    body = r.readObject();
+                }
+            }
+            return new Reply(response.status().code(), body);
+        } catch (UncheckedIOException e) {
+            throw new CliException(CliException.NO_GATEWAY, "the gateway does not answer: " + e.getMessage()
+                    + "; is it running? (openshell gateway status)");
+        }
+    }
+}

@@ -1,0 +1,338 @@
+package openshell.cli;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+import jakarta.json.Json;
+import jakarta.json.JsonObject;
+import jakarta.json.JsonValue;
+import jakarta.json.JsonWriter;
+import jakarta.json.JsonWriterFactory;
+
+/**
+ * {@code openshell [--state DIR] [--output human|json] COMMAND ...}. Human output by default,
+ * {@code --output json} everywhere; errors say what to do; exit codes as in the module doc.
+ */
+public final class Main {
+    static final String USAGE = """
+            usage: openshell [--state DIR] [--output human|json] COMMAND
+
+            commands:
+              gateway start [--background] [--port N] [--host H]   run the gateway (foreground by default)
+              gateway status                                       is the gateway up, and where
+              gateway stop                                         stop a background gateway
+              sandbox list                                         every sandbox
+              sandbox get NAME                                     one sandbox
+              sandbox delete NAME                                  kill everything of a sandbox and remove it
+              version
+
+            state: --state, else $OPENSHELL_HOME, else ~/.openshell
+            exit codes: 0 ok, 1 failed, 2 usage, 3 no gateway, 4 no such sandbox
+            """;
+    /** How long {@code gateway start --background} waits for the gateway to listen. */
+    static final Duration START_TIMEOUT = Duration.ofSeconds(60);
+    /** How long {@code gateway stop} waits for the gateway to exit. */
+    static final Duration STOP_TIMEOUT = Duration.ofSeconds(30);
+
+    private final PrintStream out;
+    private final PrintStream err;
+    private Path state;
+    private boolean json;
+
+    Main(PrintStream out, PrintStream err) {
+        this.out = out;
+        this.err = err;
+    }
+
+    /**
+     * @param args command line
+     */
+    public static void main(String[] args) {
+        System.exit(new Main(System.out, System.err).run(List.of(args)));
+    }
+
+    int run(List<String> args) {
+        try {
+            Deque<String> in = new ArrayDeque<>(args);
+            state = defaultState();
+            while (!in.isEmpty() && in.peek().startsWith("--")) {
+                String option = in.pop();
+                switch (option) {
+                    case "--state" -> state = Path.of(value(in, option)).toAbsolutePath();
+                    case "--output" -> json = switch (value(in, option)) {
+                        case "json" -> true;
+                        case "human" -> false;
+                        default -> throw usage("--output is human or json");
+                    };
+                    case "--help" -> {
+                        out.print(USAGE);
+                        return 0;
+                    }
+                    default -> throw usage("unknown option " + option);
+                }
+            }
+            String command = in.isEmpty() ? "help" : in.pop();
+            switch (command) {
+                case "gateway" -> gateway(in);
+                case "sandbox" -> sandbox(in);
+                case "version" -> print(Json.createObjectBuilder().add("version", version()).build(),
+                        () -> out.println("openshell " + version()));
+                case "help" -> out.print(USAGE);
+                default -> throw usage("unknown command '" + command + "'");
+            }
+            return 0;
+        } catch (CliException e) {
+            if (json) {
+                out.println(write(Json.createObjectBuilder().add("error", e.getMessage())
+                        .add("exitCode", e.exitCode()).build()));
+            } else {
+                err.println("openshell: " + e.getMessage());
+            }
+            return e.exitCode();
+        }
+    }
+
+    private void gateway(Deque<String> in) {
+        String sub = in.isEmpty() ? "" : in.pop();
+        switch (sub) {
+            case "start" -> gatewayStart(in);
+            case "status" -> {
+                JsonObject endpoint = GatewayClient.endpoint(state);
+                GatewayClient.Reply health = GatewayClient.connect(state).call("GET", "/healthz");
+                if (health.status() != 200) {
+                    throw new CliException(CliException.NO_GATEWAY, "the gateway at " + endpoint.getString("url")
+                            + " is not healthy: " + health.body());
+                }
+                print(endpoint, () -> out.println("gateway running at " + endpoint.getString("url") + " (pid "
+                        + endpoint.getJsonNumber("pid") + ")"));
+            }
+            case "stop" -> gatewayStop();
+            default -> throw usage("gateway start|status|stop");
+        }
+    }
+
+    private void gatewayStart(Deque<String> in) {
+        boolean background = false;
+        List<String> options = new ArrayList<>(List.of("--state", state.toString()));
+        while (!in.isEmpty()) {
+            String option = in.pop();
+            switch (option) {
+                case "--background" -> background = true;
+                case "--port", "--host" -> {
+                    options.add(option);
+                    options.add(value(in, option));
+                }
+                default -> throw usage("unknown option for gateway start: " + option);
+            }
+        }
+        Optional<JsonObject> running = runningGateway();
+        if (running.isPresent()) {
+            throw new CliException(CliException.FAILED, "a gateway already runs for " + state + " at "
+                    + running.get().getString("url") + " (openshell gateway stop)");
+        }
+        List<String> command = new ArrayList<>(List.of(javaBinary(), "-p", modulePath(),
+                "-m", "openshell.gateway/openshell.gateway.GatewayMain"));
+        command.addAll(options);
+        ProcessBuilder pb = new ProcessBuilder(command);
+        try {
+            if (!background) {
+                Process p = pb.inheritIO().start();
+                throw exitWith(p.waitFor());
+            }
+            privateDirectory(state);
+            Path log = state.resolve("gateway.log");
+            pb.redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
+                    .redirectInput(ProcessBuilder.Redirect.from(Path.of("/dev/null").toFile()));
+            Process p = pb.start();
+            Instant deadline = Instant.now().plus(START_TIMEOUT);
+            Instant nextProgress = Instant.now().plusSeconds(1);
+            while (true) {
+                Optional<JsonObject> up = runningGateway().filter(e -> e.getJsonNumber("pid").longValue() == p.pid());
+                if (up.isPresent()) {
+                    print(up.get(), () -> out.println("gateway running at " + up.get().getString("url")
+                            + " (pid " + p.pid() + ", log " + log + ")"));
+                    return;
+                }
+                if (!p.isAlive()) {
+                    throw new CliException(CliException.FAILED, "the gateway exited with " + p.exitValue()
+                            + " before listening; see " + log);
+                }
+                if (Instant.now().isAfter(deadline)) {
+                    p.destroy();
+                    throw new CliException(CliException.FAILED, "the gateway did not listen within " + START_TIMEOUT
+                            + "; see " + log);
+                }
+                if (!json && Instant.now().isAfter(nextProgress)) {
+                    err.println("waiting for the gateway to listen…");
+                    nextProgress = Instant.now().plusSeconds(5);
+                }
+                Thread.sleep(50);
+            }
+        } catch (IOException e) {
+            throw new CliException(CliException.FAILED, "cannot start the gateway: " + e.getMessage());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new CliException(CliException.FAILED, "interrupted");
+        }
+    }
+
+    private void gatewayStop() {
+        JsonObject endpoint = GatewayClient.endpoint(state);
+        long pid = endpoint.getJsonNumber("pid").longValue();
+        ProcessHandle gateway = gatewayProcess(endpoint)
+                .orElseThrow(() -> new CliException(CliException.NO_GATEWAY, "no gateway process " + pid
+                        + " (a stale " + state.resolve("gateway.json") + "; delete it)"));
+        gateway.destroy();
+        try {
+            gateway.onExit().get(STOP_TIMEOUT.toSeconds(), java.util.concurrent.TimeUnit.SECONDS);
+        } catch (Exception e) {
+            throw new CliException(CliException.FAILED, "the gateway (pid " + pid + ") did not stop within "
+                    + STOP_TIMEOUT);
+        }
+        print(Json.createObjectBuilder().add("stopped", pid).build(), () -> out.println("gateway stopped"));
+    }
+
+    private void sandbox(Deque<String> in) {
+        String sub = in.isEmpty() ? "" : in.pop();
+        switch (sub) {
+            case "list" -> {
+                JsonObject body = ok(GatewayClient.connect(state).call("GET", "/v1/sandboxes"));
+                print(body, () -> {
+                    List<JsonObject> items = body.getJsonArray("sandboxes").getValuesAs(JsonObject.class);
+                    if (items.isEmpty()) {
+                        out.println("no sandboxes");
+                        return;
+                    }
+                    out.printf("%-24s %-12s %-10s %-22s %s%n", "NAME", "STATE", "DRIVER", "BACKEND", "CREATED");
+                    for (JsonObject s : items) {
+                        out.printf("%-24s %-12s %-10s %-22s %s%n", s.getString("name"), s.getString("state"),
+                                s.getString("driver"), s.getString("backend"), s.getString("createdAt"));
+                    }
+                });
+            }
+            case "get" -> {
+                String name = value(in, "sandbox get NAME");
+                JsonObject body = ok(GatewayClient.connect(state).call("GET", "/v1/sandboxes/" + name));
+                print(body, () -> body.forEach((k, v) -> out.printf("%-18s %s%n", k + ":", plain(v))));
+            }
+            case "delete" -> {
+                String name = value(in, "sandbox delete NAME");
+                ok(GatewayClient.connect(state).call("DELETE", "/v1/sandboxes/" + name));
+                print(Json.createObjectBuilder().add("deleted", name).build(),
+                        () -> out.println("sandbox " + name + " deleted"));
+            }
+            default -> throw usage("sandbox list|get NAME|delete NAME");
+        }
+    }
+
+    /** Creates the state directory 0700 before anything is written into it; the gateway checks it too. */
+    private static void privateDirectory(Path dir) throws IOException {
+        if (!Files.isDirectory(dir)) {
+            Files.createDirectories(dir.getParent());
+            Files.createDirectory(dir, java.nio.file.attribute.PosixFilePermissions.asFileAttribute(
+                    java.nio.file.attribute.PosixFilePermissions.fromString("rwx------")));
+        }
+    }
+
+    private static JsonObject ok(GatewayClient.Reply reply) {
+        if (reply.status() / 100 == 2) {
+            return reply.body();
+        }
+        String message = reply.body().getString("message", "HTTP " + reply.status());
+        int code = switch (reply.status()) {
+            case 404 -> CliException.NOT_FOUND;
+            case 401 -> CliException.NO_GATEWAY;
+            default -> CliException.FAILED;
+        };
+        throw new CliException(code, message);
+    }
+
+    private Optional<JsonObject> runningGateway() {
+        try {
+            JsonObject endpoint = GatewayClient.endpoint(state);
+            return gatewayProcess(endpoint).map(h -> endpoint);
+        } catch (CliException e) {
+            return Optional.empty();
+        }
+    }
+
+    /** The gateway process the endpoint file names: same pid and same start time, still alive. */
+    private static Optional<ProcessHandle> gatewayProcess(JsonObject endpoint) {
+        long started = endpoint.getJsonNumber("started").longValue();
+        return ProcessHandle.of(endpoint.getJsonNumber("pid").longValue()).filter(ProcessHandle::isAlive)
+                .filter(h -> h.info().startInstant().map(Instant::toEpochMilli).orElse(-1L) == started);
+    }
+
+    private void print(JsonObject body, Runnable human) {
+        if (json) {
+            out.println(write(body));
+        } else {
+            human.run();
+        }
+    }
+
+    private static String plain(JsonValue v) {
+        return v.getValueType() == JsonValue.ValueType.STRING ? ((jakarta.json.JsonString) v).getString() : v.toString();
+    }
+
+    static String write(JsonObject body) {
+        StringWriter w = new StringWriter();
+        // An empty configuration: Parsson treats the mere presence of PRETTY_PRINTING as "on".
+        JsonWriterFactory factory = Json.createWriterFactory(Map.of());
+        try (JsonWriter writer = factory.createWriter(w)) {
+            writer.writeObject(body);
+        }
+        return w.toString();
+    }
+
+    private static CliException exitWith(int code) {
+        return code == 0 ? new CliException(0, "gateway stopped") : new CliException(CliException.FAILED,
+                "the gateway exited with " + code);
+    }
+
+    private static String javaBinary() {
+        return ProcessHandle.current().info().command().orElse(Path.of(System.getProperty("java.home"), "bin", "java")
+                .toString());
+    }
+
+    private static String modulePath() {
+        String path = System.getProperty("jdk.module.path");
+        if (path == null || path.isBlank()) {
+            throw new CliException(CliException.FAILED, "openshell must run on the module path (use ./openshell)");
+        }
+        return path;
+    }
+
+    static Path defaultState() {
+        String home = System.getenv("OPENSHELL_HOME");
+        return home != null && !home.isBlank() ? Path.of(home).toAbsolutePath()
+                : Path.of(System.getProperty("user.home"), ".openshell");
+    }
+
+    private static String version() {
+        return Optional.ofNullable(Main.class.getModule().getDescriptor()).flatMap(d -> d.rawVersion())
+                .orElse("development");
+    }
+
+    private static String value(Deque<String> in, String option) {
+        if (in.isEmpty()) {
+            throw usage(option + " needs a value");
+        }
+        return in.pop();
+    }
+
+    private static CliException usage(String message) {
+        return new CliException(CliException.USAGE, message + "\n" + USAGE);
+    }
+}

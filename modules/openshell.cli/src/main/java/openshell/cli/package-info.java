@@ -1,0 +1,2 @@
+/** The openshell command; nothing here is exported. */
+package openshell.cli;

@@ -1,0 +1,134 @@
+package openshell.gateway;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayDeque;
+import java.util.Deque;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+
+import openshell.driver.DriverRegistry;
+import openshell.gateway.store.StoreConfig;
+
+/**
+ * The gateway program. Options: {@code --state DIR} (default {@code $OPENSHELL_HOME} or
+ * {@code ~/.openshell}), {@code --host H}, {@code --port N}, {@code --database-url URL} and
+ * {@code --database-user U} for PostgreSQL, whose password is read from the environment variable
+ * {@code OPENSHELL_DATABASE_PASSWORD} (never a command line, where every local user could read it).
+ *
+ * <p>Once listening it writes {@code <state>/gateway.json} (0600) with its URL, pid and start time, so the CLI
+ * finds it, and removes the file when it stops.
+ */
+public final class GatewayMain {
+    static final String ENDPOINT_FILE = "gateway.json";
+
+    private GatewayMain() {
+    }
+
+    /**
+     * @param args options as above
+     */
+    public static void main(String[] args) {
+        GatewayConfig config;
+        try {
+            config = parse(List.of(args));
+        } catch (GatewayException e) {
+            System.err.println("openshell gateway: " + e.getMessage());
+            System.exit(2);
+            return;
+        }
+        GatewayServer server;
+        try {
+            server = GatewayServer.start(config, DriverRegistry.load());
+        } catch (GatewayException e) {
+            System.err.println("openshell gateway: cannot start: " + e.getMessage());
+            System.exit(1);
+            return;
+        }
+        Path endpoint = config.stateDirectory().resolve(ENDPOINT_FILE);
+        CountDownLatch stopped = new CountDownLatch(1);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            try {
+                Files.deleteIfExists(endpoint);
+            } catch (IOException ignored) {
+                // The file names this pid; a later gateway overwrites it.
+            }
+            server.close();
+            stopped.countDown();
+        }, "openshell-gateway-shutdown"));
+        String url = "http://" + config.host() + ":" + server.port();
+        writeEndpoint(endpoint, url);
+        System.out.println("openshell gateway listening on " + url + " (state " + config.stateDirectory() + ")");
+        try {
+            stopped.await();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    static GatewayConfig parse(List<String> args) {
+        Deque<String> in = new ArrayDeque<>(args);
+        Path state = defaultState();
+        String host = "127.0.0.1";
+        int port = GatewayConfig.DEFAULT_PORT;
+        String dbUrl = null;
+        String dbUser = "openshell";
+        while (!in.isEmpty()) {
+            String option = in.pop();
+            switch (option) {
+                case "--state" -> state = Path.of(value(in, option)).toAbsolutePath();
+                case "--host" -> host = value(in, option);
+                case "--port" -> port = port(value(in, option));
+                case "--database-url" -> dbUrl = value(in, option);
+                case "--database-user" -> dbUser = value(in, option);
+                default -> throw new GatewayException(GatewayException.Reason.INVALID, "unknown option '" + option
+                        + "'; options: --state DIR --host H --port N --database-url URL --database-user U");
+            }
+        }
+        String password = System.getenv().getOrDefault("OPENSHELL_DATABASE_PASSWORD", "");
+        StoreConfig store = dbUrl == null ? StoreConfig.embedded(state) : new StoreConfig(dbUrl, dbUser, password);
+        return new GatewayConfig(state, host, port, store, "process");
+    }
+
+    static Path defaultState() {
+        String home = System.getenv("OPENSHELL_HOME");
+        return home != null && !home.isBlank() ? Path.of(home).toAbsolutePath()
+                : Path.of(System.getProperty("user.home"), ".openshell");
+    }
+
+    private static String value(Deque<String> in, String option) {
+        if (in.isEmpty()) {
+            throw new GatewayException(GatewayException.Reason.INVALID, option + " needs a value");
+        }
+        return in.pop();
+    }
+
+    private static int port(String s) {
+        try {
+            return Integer.parseInt(s);
+        } catch (NumberFormatException e) {
+            throw new GatewayException(GatewayException.Reason.INVALID, "--port must be a number: '" + s + "'");
+        }
+    }
+
+    private static void writeEndpoint(Path endpoint, String url) {
+        String json = JsonBodies.write(jakarta.json.Json.createObjectBuilder().add("url", url)
+                .add("pid", ProcessHandle.current().pid())
+                // With the pid, the start time names this process: a recycled pid never matches.
+                .add("started", ProcessHandle.current().info().startInstant().map(java.time.Instant::toEpochMilli)
+                        .orElse(0L))
+                .build()) + "\n";
+        try {
+            Path tmp = Files.createTempFile(endpoint.getParent(), ".gateway", ".json",
+                    PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+            Files.writeString(tmp, json);
+            Files.move(tmp, endpoint, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+        } catch (IOException e) {
+            throw new GatewayException(GatewayException.Reason.UNAVAILABLE, "cannot write " + endpoint + ": "
+                    + e.getMessage(), e);
+        }
+    }
+}
