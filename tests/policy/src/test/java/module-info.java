@@ -6,4 +6,5 @@ open module openshell.tests.policy {
     requires openshell.policy;
     requires org.yaml.snakeyaml;
     requires org.junit.jupiter.api;
+    requires java.management;
 }

@@ -2,6 +2,7 @@ package openshell.policy;
 
 import java.util.Objects;
 import java.util.Optional;
+import java.util.function.Supplier;
 
 /**
  * What the engine decided: allow, naming the rule that allowed it, or deny, with the cause, a
@@ -43,13 +44,24 @@ public sealed interface Decision permits Decision.Allow, Decision.Deny {
     /** A deny. */
     final class Deny implements Decision {
         private final DenyCause cause;
-        private final String reason;
         private final RuleRef rule;
+        /** Built on first use: most denials are counted, not read, and a reason costs more than the decision. */
+        private final Supplier<String> reasonSource;
+        private volatile String reason;
+
+        private Deny(DenyCause cause, Supplier<String> reasonSource, RuleRef rule) {
+            this.cause = Objects.requireNonNull(cause, "cause");
+            this.reasonSource = Objects.requireNonNull(reasonSource, "reason");
+            this.rule = rule;
+        }
 
         private Deny(DenyCause cause, String reason, RuleRef rule) {
-            this.cause = Objects.requireNonNull(cause, "cause");
+            this(cause, () -> reason, rule);
             this.reason = Objects.requireNonNull(reason, "reason");
-            this.rule = rule;
+        }
+
+        static Deny lazily(DenyCause cause, Supplier<String> reason) {
+            return new Deny(cause, reason, null);
         }
 
         /**
@@ -82,7 +94,12 @@ public sealed interface Decision permits Decision.Allow, Decision.Deny {
 
         @Override
         public String reason() {
-            return reason;
+            String r = reason;
+            if (r == null) {
+                r = Objects.requireNonNull(reasonSource.get(), "reason");
+                reason = r;
+            }
+            return r;
         }
 
         /** @return the deny rule that refused, if one did */
@@ -92,17 +109,17 @@ public sealed interface Decision permits Decision.Allow, Decision.Deny {
 
         @Override
         public boolean equals(Object o) {
-            return o instanceof Deny d && d.cause == cause && d.reason.equals(reason) && Objects.equals(d.rule, rule);
+            return o instanceof Deny d && d.cause == cause && d.reason().equals(reason()) && Objects.equals(d.rule, rule);
         }
 
         @Override
         public int hashCode() {
-            return Objects.hash(cause, reason, rule);
+            return Objects.hash(cause, reason(), rule);
         }
 
         @Override
         public String toString() {
-            return "Deny[" + cause + ": " + reason + "]";
+            return "Deny[" + cause + ": " + reason() + "]";
         }
     }
 }

@@ -18,6 +18,8 @@ final class EndpointIndex {
     private final Map<String, NetworkModel.Endpoint[]> exact;
     private final Map<String, NetworkModel.Endpoint[]> wildcard;
     private final Map<InetAddress, NetworkModel.Endpoint[]> ip;
+    /** Lengths of the wildcard suffixes: a suffix of another length is not looked up (no substring, no hash). */
+    private final java.util.BitSet suffixLengths = new java.util.BitSet();
 
     EndpointIndex(List<NetworkModel.Block> blocks) {
         Map<String, List<NetworkModel.Endpoint>> e = new HashMap<>();
@@ -34,6 +36,7 @@ final class EndpointIndex {
         }
         exact = freeze(e);
         wildcard = freeze(w);
+        w.keySet().forEach(k -> suffixLengths.set(k.length()));
         ip = freeze(a);
     }
 
@@ -56,6 +59,9 @@ final class EndpointIndex {
             sources += add(exact.get(host), port, out);
             if (!wildcard.isEmpty()) {
                 for (int dot = host.indexOf('.'); dot >= 0; dot = host.indexOf('.', dot + 1)) {
+                    if (!suffixLengths.get(host.length() - dot - 1)) {
+                        continue;
+                    }
                     NetworkModel.Endpoint[] ws = wildcard.get(host.substring(dot + 1));
                     if (ws != null) {
                         int before = out.size();

@@ -18,6 +18,10 @@ final class HostNames {
     /** Longest DNS label (RFC 1035). */
     static final int MAX_LABEL_LENGTH = 63;
 
+    private static final java.util.regex.Pattern IPV4 = java.util.regex.Pattern.compile(
+            "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])(\\.(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}");
+    private static final java.util.regex.Pattern IPV6_CHARS = java.util.regex.Pattern.compile("[0-9A-Fa-f:.]{2,45}");
+
     private HostNames() {
     }
 
@@ -69,11 +73,14 @@ final class HostNames {
      * @return the address, or null if the text is not an IP literal; never a DNS lookup
      */
     static InetAddress ipLiteral(String text) {
-        if (text.matches("(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])(\\.(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}")) {
+        if (!text.isEmpty() && text.charAt(0) >= '0' && text.charAt(0) <= '9' && IPV4.matcher(text).matches()) {
             return InetAddress.ofLiteral(text);
         }
+        if (text.indexOf(':') < 0) {
+            return null;
+        }
         String v6 = text.startsWith("[") && text.endsWith("]") ? text.substring(1, text.length() - 1) : text;
-        if (v6.indexOf(':') >= 0 && v6.matches("[0-9A-Fa-f:.]{2,45}")) {
+        if (IPV6_CHARS.matcher(v6).matches()) {
             try {
                 InetAddress a = InetAddress.ofLiteral(v6);
                 return a instanceof Inet4Address ? null : a;

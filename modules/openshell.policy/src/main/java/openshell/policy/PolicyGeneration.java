@@ -5,7 +5,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
-import java.util.regex.Pattern;
 import openshell.isolation.BinaryIdentity;
 import openshell.isolation.IdentityResolution;
 
@@ -24,8 +23,6 @@ import openshell.isolation.IdentityResolution;
  * endpoint or rule written first.
  */
 public final class PolicyGeneration {
-    private static final Pattern TOKEN = Pattern.compile("[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}");
-
     private final long number;
     private final Policy policy;
     private final List<NetworkModel.Block> blocks;
@@ -115,9 +112,9 @@ public final class PolicyGeneration {
             }
         }
         if (chosen == null) {
-            return Decision.Deny.of(DenyCause.NO_RULE, where + " is inspected, and no matching rest endpoint allows any request");
+            return Decision.Deny.lazily(DenyCause.NO_RULE, () -> where + " is inspected, and no matching rest endpoint allows any request");
         }
-        return new Decision.Allow(chosen.ref, inspect ? Inspection.HTTP : Inspection.OPAQUE, m.declaredExactly);
+        return chosen.allow(inspect ? Inspection.HTTP : Inspection.OPAQUE, m.declaredExactly);
     }
 
     /**
@@ -137,12 +134,9 @@ public final class PolicyGeneration {
         if (id == null) {
             return unresolved(who);
         }
-        if (!TOKEN.matcher(method).matches()) {
+        String m = HttpMethods.canonical(method);
+        if (m == null) {
             return Decision.Deny.of(DenyCause.MALFORMED_REQUEST, "not an HTTP method: '" + printable(method) + "'");
-        }
-        String m = method.toUpperCase(Locale.ROOT);
-        if (m.equals("HEAD")) {
-            m = "GET";
         }
         String[] segments;
         try {
@@ -162,26 +156,29 @@ public final class PolicyGeneration {
         if (!anyRest) {
             for (NetworkModel.Endpoint ep : matched.endpoints) {
                 if (ep.grants()) {
-                    return new Decision.Allow(ep.ref, Inspection.OPAQUE, matched.declaredExactly);
+                    return ep.allow(Inspection.OPAQUE, matched.declaredExactly);
                 }
             }
         }
-        String request = method.toUpperCase(Locale.ROOT) + " " + RequestPaths.render(segments);
         for (NetworkModel.Endpoint ep : matched.endpoints) {
             for (NetworkModel.HttpRule r : ep.denies) {
                 if (r.matches(m, segments)) {
-                    return Decision.Deny.byRule(r.ref(), request + " refused by deny rule " + r.ref());
+                    return Decision.Deny.byRule(r.ref(), request(method, segments) + " refused by deny rule " + r.ref());
                 }
             }
         }
         for (NetworkModel.Endpoint ep : matched.endpoints) {
             for (NetworkModel.HttpRule r : ep.allows) {
                 if (r.matches(m, segments)) {
-                    return new Decision.Allow(r.ref(), Inspection.HTTP, matched.declaredExactly);
+                    return r.allow(matched.declaredExactly);
                 }
             }
         }
-        return Decision.Deny.of(DenyCause.NO_RULE, "no rule allows " + request + " to " + where);
+        return Decision.Deny.lazily(DenyCause.NO_RULE, () -> "no rule allows " + request(method, segments) + " to " + where);
+    }
+
+    private static String request(String method, String[] segments) {
+        return method.toUpperCase(Locale.ROOT) + " " + RequestPaths.render(segments);
     }
 
     /**
@@ -216,7 +213,7 @@ public final class PolicyGeneration {
         if (chosen == null) {
             return Decision.Deny.of(DenyCause.NO_RULE, "the endpoints for " + name + " only deny");
         }
-        return new Decision.Allow(chosen.ref, chosen.rest ? Inspection.HTTP : Inspection.OPAQUE, m.declaredExactly);
+        return chosen.allow(chosen.rest ? Inspection.HTTP : Inspection.OPAQUE, m.declaredExactly);
     }
 
     /**
@@ -251,16 +248,16 @@ public final class PolicyGeneration {
         InetAddress address = where.addressOrNull();
         List<NetworkModel.Endpoint> candidates = index.candidates(host, address, port);
         if (candidates.isEmpty()) {
-            return Decision.Deny.of(DenyCause.NO_ENDPOINT, "no endpoint declares " + where);
+            return Decision.Deny.lazily(DenyCause.NO_ENDPOINT, () -> "no endpoint declares " + where);
         }
-        Object m = byBinary(id, candidates, where.toString(), host, address);
+        Object m = byBinary(id, candidates, where, host, address);
         if (!(m instanceof Matched matched)) {
             return m;
         }
         if (address != null && !where.aliased()) {
             AddressClass c = AddressClass.of(address);
             if (!c.permitted(matched.declaredExactly)) {
-                return Decision.Deny.of(DenyCause.ADDRESS_REFUSED, address.getHostAddress() + " is " + c
+                return Decision.Deny.lazily(DenyCause.ADDRESS_REFUSED, () -> address.getHostAddress() + " is " + c
                         + (c == AddressClass.PRIVATE ? " and no allowing endpoint declares this exact host"
                                 : ", which is never dialled"));
             }
@@ -271,12 +268,13 @@ public final class PolicyGeneration {
     private Object admitByName(BinaryIdentity id, String name) {
         List<NetworkModel.Endpoint> candidates = index.candidates(name, null, 0);
         if (candidates.isEmpty()) {
-            return Decision.Deny.of(DenyCause.NO_ENDPOINT, "no endpoint declares " + name);
+            return Decision.Deny.lazily(DenyCause.NO_ENDPOINT, () -> "no endpoint declares " + name);
         }
         return byBinary(id, candidates, name, name, null);
     }
 
-    private Object byBinary(BinaryIdentity id, List<NetworkModel.Endpoint> candidates, String where, String host,
+    /** @param where a Destination or a host name, rendered only when denying */
+    private Object byBinary(BinaryIdentity id, List<NetworkModel.Endpoint> candidates, Object where, String host,
                             InetAddress address) {
         List<NetworkModel.Endpoint> matched = new ArrayList<>(candidates.size());
         boolean mismatch = false;
@@ -294,16 +292,18 @@ public final class PolicyGeneration {
             }
         }
         if (matched.isEmpty()) {
-            List<String> names = new ArrayList<>();
-            for (NetworkModel.Endpoint ep : candidates) {
-                String n = blocks.get(ep.blockIndex).name();
-                if (!names.contains(n)) {
-                    names.add(n);
+            boolean digest = mismatch;
+            return Decision.Deny.lazily(digest ? DenyCause.DIGEST_MISMATCH : DenyCause.BINARY_NOT_ALLOWED, () -> {
+                List<String> names = new ArrayList<>();
+                for (NetworkModel.Endpoint ep : candidates) {
+                    String n = blocks.get(ep.blockIndex).name();
+                    if (!names.contains(n)) {
+                        names.add(n);
+                    }
                 }
-            }
-            return mismatch
-                    ? Decision.Deny.of(DenyCause.DIGEST_MISMATCH, "the digest of " + id.path() + " is unknown or differs from the sha256 pinned in " + names)
-                    : Decision.Deny.of(DenyCause.BINARY_NOT_ALLOWED, where + " is declared in " + names + ", which do not list " + id.path());
+                return digest ? "the digest of " + id.path() + " is unknown or differs from the sha256 pinned in " + names
+                        : where + " is declared in " + names + ", which do not list " + id.path();
+            });
         }
         boolean exactly = false;
         for (NetworkModel.Endpoint ep : matched) {

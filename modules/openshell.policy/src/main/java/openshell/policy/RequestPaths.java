@@ -78,7 +78,7 @@ final class RequestPaths {
         if (path.isEmpty() || path.charAt(0) != '/') {
             throw new Refused("only origin-form request targets (starting with '/') are matched");
         }
-        List<String> out = new ArrayList<>();
+        List<String> out = new ArrayList<>(8);
         int start = 1;
         for (int i = 1; i <= path.length(); i++) {
             if (i == path.length() || path.charAt(i) == '/') {
