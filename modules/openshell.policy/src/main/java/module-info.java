@@ -25,8 +25,11 @@
  * <tr><td>{@code MAX_NAME_LENGTH}</td><td>63 characters per block name</td><td>rejected</td></tr>
  * <tr><td>{@code MAX_PATH_LENGTH}</td><td>4096 characters per filesystem or binary path</td><td>rejected</td></tr>
  * <tr><td>{@code MAX_PATH_PATTERN_LENGTH}</td><td>1024 characters per rule path</td><td>rejected</td></tr>
+ * <tr><td>{@code MAX_METHOD_LENGTH}</td><td>32 characters per HTTP method</td><td>rejected in a rule; the request is denied (MALFORMED_REQUEST)</td></tr>
  * <tr><td>{@code MAX_REQUEST_TARGET_LENGTH}</td><td>8192 characters per HTTP request target</td><td>the request is denied (MALFORMED_REQUEST)</td></tr>
  * </table>
+ * Host names follow DNS: at most 63 characters per label and 253 per name, in policies and in
+ * requests; a longer name is rejected in a policy and denied (MALFORMED_REQUEST) in a request.
  */
 module openshell.policy {
     requires transitive openshell.isolation;

@@ -40,6 +40,8 @@ public final class Policy {
     public static final int MAX_PATH_LENGTH = 4096;
     /** Longest path pattern in a rule. */
     public static final int MAX_PATH_PATTERN_LENGTH = RequestPaths.MAX_PATTERN_LENGTH;
+    /** Longest HTTP method, in a rule or a request; a longer request method is denied. */
+    public static final int MAX_METHOD_LENGTH = HttpMethods.MAX_LENGTH;
     /** Longest HTTP request target the engine normalizes; a longer one is denied. */
     public static final int MAX_REQUEST_TARGET_LENGTH = RequestPaths.MAX_TARGET_LENGTH;
 

@@ -35,7 +35,7 @@ import org.yaml.snakeyaml.nodes.Tag;
 final class PolicyReader {
     private static final Pattern BLOCK_NAME = Pattern.compile("[a-z0-9][a-z0-9_-]*");
     private static final Pattern SHA256 = Pattern.compile("[0-9a-fA-F]{64}");
-    private static final Pattern METHOD = Pattern.compile("[A-Za-z][A-Za-z0-9_-]{0,31}");
+    private static final Pattern METHOD = Pattern.compile("[A-Za-z][A-Za-z0-9_-]{0," + (HttpMethods.MAX_LENGTH - 1) + "}");
 
     private static final Set<String> ROOT_KEYS = Set.of("version", "filesystem_policy", "landlock", "process",
             "network_policies");

@@ -162,6 +162,20 @@ class PolicyLimitsTest {
     }
 
     @Test
+    void methodLength() {
+        atBound(n -> doc(block("b", "      - host: api.example.com\n        port: 443\n        protocol: rest\n        rules:\n"
+                + "          - {method: " + "M".repeat(n) + ", path: /}\n", BINARY)), Policy.MAX_METHOD_LENGTH, "not an HTTP method");
+        Policy p = Policy.parse(doc(block("b", "      - {host: api.example.com, port: 443, protocol: rest, access: full}\n", BINARY)));
+        PolicyGeneration g = PolicyGeneration.first(p);
+        var who = new openshell.isolation.IdentityResolution.Resolved(
+                openshell.isolation.BinaryIdentity.of(openshell.isolation.Executable.of("/usr/bin/curl")));
+        Destination d = Destination.of("api.example.com", java.net.InetAddress.ofLiteral("93.184.216.34"), 443);
+        assertTrue(g.decideRequest(who, d, "m".repeat(Policy.MAX_METHOD_LENGTH), "/").allowed());
+        assertEquals(DenyCause.MALFORMED_REQUEST,
+                ((Decision.Deny) g.decideRequest(who, d, "m".repeat(Policy.MAX_METHOD_LENGTH + 1), "/")).cause());
+    }
+
+    @Test
     void requestTargetLength() {
         Policy p = Policy.parse(doc(block("b", "      - {host: api.example.com, port: 443, protocol: rest, access: full}\n", BINARY)));
         PolicyGeneration g = PolicyGeneration.first(p);
