@@ -94,11 +94,10 @@ public final class PolicyGeneration {
         if (id == null) {
             return unresolved(who);
         }
-        Object admitted = admit(id, where, where.port());
-        if (admitted instanceof Decision.Deny d) {
-            return d;
+        Matched m = admit(id, where, where.port());
+        if (m.deny != null) {
+            return m.deny;
         }
-        Matched m = (Matched) admitted;
         NetworkModel.Endpoint chosen = null;
         boolean inspect = false;
         for (NetworkModel.Endpoint ep : m.endpoints) {
@@ -144,11 +143,10 @@ public final class PolicyGeneration {
         } catch (RequestPaths.Refused e) {
             return Decision.Deny.of(DenyCause.MALFORMED_REQUEST, "request target refused: " + e.getMessage());
         }
-        Object admitted = admit(id, where, where.port());
-        if (admitted instanceof Decision.Deny d) {
-            return d;
+        Matched matched = admit(id, where, where.port());
+        if (matched.deny != null) {
+            return matched.deny;
         }
-        Matched matched = (Matched) admitted;
         boolean anyRest = false;
         for (NetworkModel.Endpoint ep : matched.endpoints) {
             anyRest |= ep.rest;
@@ -199,11 +197,10 @@ public final class PolicyGeneration {
         if (name == null || HostNames.ipLiteral(host) != null) {
             return Decision.Deny.of(DenyCause.MALFORMED_REQUEST, "not a DNS host name: '" + printable(host) + "'");
         }
-        Object admitted = admitByName(id, name);
-        if (admitted instanceof Decision.Deny d) {
-            return d;
+        Matched m = admitByName(id, name);
+        if (m.deny != null) {
+            return m.deny;
         }
-        Matched m = (Matched) admitted;
         NetworkModel.Endpoint chosen = null;
         for (NetworkModel.Endpoint ep : m.endpoints) {
             if (ep.grants() && (chosen == null || (!chosen.declaresExactly(name, null) && ep.declaresExactly(name, null)))) {
@@ -238,43 +235,48 @@ public final class PolicyGeneration {
         return a;
     }
 
-    /** The endpoints that match a destination and whose blocks list the caller. */
-    private record Matched(List<NetworkModel.Endpoint> endpoints, boolean declaredExactly) {
+    /**
+     * The endpoints that match a destination and whose blocks list the caller; or, when there are
+     * none or the address is refused, the denial (then {@code endpoints} is empty).
+     */
+    private record Matched(List<NetworkModel.Endpoint> endpoints, boolean declaredExactly, Decision.Deny deny) {
+        static Matched denied(Decision.Deny deny) {
+            return new Matched(List.of(), false, deny);
+        }
     }
 
-    /** @return a {@link Matched}, or a {@link Decision.Deny} */
-    private Object admit(BinaryIdentity id, Destination where, int port) {
+    private Matched admit(BinaryIdentity id, Destination where, int port) {
         String host = where.hostOrNull();
         InetAddress address = where.addressOrNull();
         List<NetworkModel.Endpoint> candidates = index.candidates(host, address, port);
         if (candidates.isEmpty()) {
-            return Decision.Deny.lazily(DenyCause.NO_ENDPOINT, () -> "no endpoint declares " + where);
+            return Matched.denied(Decision.Deny.lazily(DenyCause.NO_ENDPOINT, () -> "no endpoint declares " + where));
         }
-        Object m = byBinary(id, candidates, where, host, address);
-        if (!(m instanceof Matched matched)) {
-            return m;
+        Matched matched = byBinary(id, candidates, where, host, address);
+        if (matched.deny != null) {
+            return matched;
         }
         if (address != null && !where.aliased()) {
             AddressClass c = AddressClass.of(address);
             if (!c.permitted(matched.declaredExactly)) {
-                return Decision.Deny.lazily(DenyCause.ADDRESS_REFUSED, () -> address.getHostAddress() + " is " + c
+                return Matched.denied(Decision.Deny.lazily(DenyCause.ADDRESS_REFUSED, () -> address.getHostAddress() + " is " + c
                         + (c == AddressClass.PRIVATE ? " and no allowing endpoint declares this exact host"
-                                : ", which is never dialled"));
+                                : ", which is never dialled")));
             }
         }
         return matched;
     }
 
-    private Object admitByName(BinaryIdentity id, String name) {
+    private Matched admitByName(BinaryIdentity id, String name) {
         List<NetworkModel.Endpoint> candidates = index.candidates(name, null, 0);
         if (candidates.isEmpty()) {
-            return Decision.Deny.lazily(DenyCause.NO_ENDPOINT, () -> "no endpoint declares " + name);
+            return Matched.denied(Decision.Deny.lazily(DenyCause.NO_ENDPOINT, () -> "no endpoint declares " + name));
         }
         return byBinary(id, candidates, name, name, null);
     }
 
     /** @param where a Destination or a host name, rendered only when denying */
-    private Object byBinary(BinaryIdentity id, List<NetworkModel.Endpoint> candidates, Object where, String host,
+    private Matched byBinary(BinaryIdentity id, List<NetworkModel.Endpoint> candidates, Object where, String host,
                             InetAddress address) {
         List<NetworkModel.Endpoint> matched = new ArrayList<>(candidates.size());
         boolean mismatch = false;
@@ -293,7 +295,7 @@ public final class PolicyGeneration {
         }
         if (matched.isEmpty()) {
             boolean digest = mismatch;
-            return Decision.Deny.lazily(digest ? DenyCause.DIGEST_MISMATCH : DenyCause.BINARY_NOT_ALLOWED, () -> {
+            return Matched.denied(Decision.Deny.lazily(digest ? DenyCause.DIGEST_MISMATCH : DenyCause.BINARY_NOT_ALLOWED, () -> {
                 List<String> names = new ArrayList<>();
                 for (NetworkModel.Endpoint ep : candidates) {
                     String n = blocks.get(ep.blockIndex).name();
@@ -303,13 +305,13 @@ public final class PolicyGeneration {
                 }
                 return digest ? "the digest of " + id.path() + " is unknown or differs from the sha256 pinned in " + names
                         : where + " is declared in " + names + ", which do not list " + id.path();
-            });
+            }));
         }
         boolean exactly = false;
         for (NetworkModel.Endpoint ep : matched) {
             exactly |= ep.grants() && ep.declaresExactly(host, address);
         }
-        return new Matched(matched, exactly);
+        return new Matched(matched, exactly, null);
     }
 
     private static BinaryIdentity identity(IdentityResolution who) {
