@@ -20,7 +20,10 @@ import openshell.isolation.IdentityResolution;
  * binaries match win over allows from any block; a {@code tcp} endpoint is never inspected at L7,
  * and when a {@code rest} endpoint also matches the destination the connection is inspected (so
  * its deny rules can be enforced) and the {@code tcp} endpoint grants no request. Ties go to the
- * endpoint or rule written first.
+ * endpoint or rule written first. A connection's address must also be {@linkplain AddressClass
+ * permitted}: private only when an allowing endpoint names the exact host or address, loopback,
+ * link-local, metadata and the like never (unless the destination is an operator's
+ * {@linkplain Destination#aliased alias}).
  */
 public final class PolicyGeneration {
     private final long number;
