@@ -35,10 +35,15 @@ public final class Main {
               sandbox list                                         every sandbox
               sandbox get NAME                                     one sandbox
               sandbox delete NAME                                  kill everything of a sandbox and remove it
+              policy check --policy FILE                           validate; problems with line numbers
+              policy explain --policy FILE --binary PATH [--sha256 HEX] [--ancestor PATH]...
+                             --host H --port P [--method M --path P]
+                                                                   the decision and the rule or reason
               version
 
             state: --state, else $OPENSHELL_HOME, else ~/.openshell
-            exit codes: 0 ok, 1 failed, 2 usage, 3 no gateway, 4 no such sandbox
+            exit codes: 0 ok (explain: allowed), 1 failed (check: invalid), 2 usage, 3 no gateway,
+                        4 no such sandbox, 5 explain: denied
             """;
     /** How long {@code gateway start --background} waits for the gateway to listen. */
     static final Duration START_TIMEOUT = Duration.ofSeconds(60);
@@ -83,6 +88,25 @@ public final class Main {
                 }
             }
             String command = in.isEmpty() ? "help" : in.pop();
+            if (command.equals("policy")) {
+                String sub = in.isEmpty() ? "" : in.pop();
+                PolicyCommands.Output output = new PolicyCommands.Output() {
+                    @Override
+                    public void print(JsonObject body, Runnable human) {
+                        Main.this.print(body, human);
+                    }
+
+                    @Override
+                    public void line(String text) {
+                        out.println(text);
+                    }
+                };
+                return switch (sub) {
+                    case "check" -> PolicyCommands.check(in, output);
+                    case "explain" -> PolicyCommands.explain(in, output);
+                    default -> throw usage("policy check|explain");
+                };
+            }
             switch (command) {
                 case "gateway" -> gateway(in);
                 case "sandbox" -> sandbox(in);
@@ -325,14 +349,14 @@ public final class Main {
                 .orElse("development");
     }
 
-    private static String value(Deque<String> in, String option) {
+    static String value(Deque<String> in, String option) {
         if (in.isEmpty()) {
             throw usage(option + " needs a value");
         }
         return in.pop();
     }
 
-    private static CliException usage(String message) {
+    static CliException usage(String message) {
         return new CliException(CliException.USAGE, message + "\n" + USAGE);
     }
 }
