@@ -12,14 +12,25 @@
  * runtime inside, as the namespace's root. Killing the holder makes the kernel kill every process
  * of the pid namespace: cleanup needs neither the supervisor nor the runtime.
  *
+ * <h2>What each program receives</h2>
+ * Both launchers get {@code --sandbox ID --generation N --channel SOCKET --bundle-stdin}; the
+ * supervisor also {@code --runtime-uid UID} (the peer it must accept on the channel), the runtime
+ * {@code --workspace DIR} when one is given. The launch bundle is the whole of standard input; it is
+ * never a file or an argument. The supervisor listens on {@code SOCKET}, inside a 0700 directory
+ * owned by the sandbox's mapped root; the runtime dials it.
+ *
  * <table>
  * <caption>Bounds owned by this module</caption>
  * <tr><th>Constant</th><th>Value</th><th>At the bound</th></tr>
  * <tr><td>{@code NamespaceHolder.READY_TIMEOUT}</td><td>10 s</td><td>FAILED, holder killed</td></tr>
  * <tr><td>{@code NamespaceHolder.KILL_TIMEOUT}</td><td>10 s</td><td>FAILED, reported</td></tr>
  * <tr><td>{@code IdRange.SIZE}</td><td>65,536 ids</td><td>per sandbox</td></tr>
+ * <tr><td>{@code IdRange.MAX_SLOTS}</td><td>50,277 sandboxes per host</td><td>UNAVAILABLE</td></tr>
+ * <tr><td>{@code ProcessDriver.SUPERVISOR_KILL_TIMEOUT}</td><td>10 s</td><td>FAILED, reported</td></tr>
  * </table>
  */
 module openshell.driver.process {
     requires openshell.driver;
+
+    provides openshell.driver.spi.ComputeDriverProvider with openshell.driver.process.ProcessDriverProvider;
 }

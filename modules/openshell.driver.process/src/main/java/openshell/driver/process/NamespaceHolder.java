@@ -116,6 +116,19 @@ final class NamespaceHolder {
      * @return the started process (a child of {@code nsenter}, which waits for it)
      */
     Process enter(List<String> command, Map<String, String> environment, Path directory) {
+        return enter(command, environment, directory, null);
+    }
+
+    /**
+     * Like {@link #enter(List, Map, Path)}, with stdout and stderr appended to a log file.
+     *
+     * @param command     program and arguments
+     * @param environment the complete environment
+     * @param directory   working directory
+     * @param log         where output goes, or null for pipes
+     * @return the started process; its stdin is a pipe
+     */
+    Process enter(List<String> command, Map<String, String> environment, Path directory, Path log) {
         checkAlive();
         List<String> argv = new ArrayList<>(List.of(hostTool("nsenter").toString(), "--target", Long.toString(pid),
                 "--user", "--net", "--mount", "--pid", "--ipc", "--uts", "--wd=" + directory, "--"));
@@ -123,12 +136,28 @@ final class NamespaceHolder {
         ProcessBuilder pb = new ProcessBuilder(argv);
         pb.environment().clear();
         pb.environment().putAll(environment);
+        if (log != null) {
+            pb.redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
+        }
         try {
             return pb.start();
         } catch (IOException e) {
             throw new DriverException(Kind.FAILED, "cannot start " + command.getFirst() + " in the sandbox: "
                     + e.getMessage(), e);
         }
+    }
+
+    /**
+     * The holder of an earlier launch, found again after a gateway restart: same pid, same start.
+     *
+     * @param pid     the holder's host pid
+     * @param started its start time
+     * @param ids     its id range
+     * @return the holder if it still runs
+     */
+    static Optional<NamespaceHolder> adopt(long pid, Instant started, IdRange ids) {
+        NamespaceHolder h = new NamespaceHolder(pid, started, ids);
+        return h.alive() ? Optional.of(h) : Optional.empty();
     }
 
     /** @return whether the holder (and so the sandbox's namespaces) still exists */

@@ -1,0 +1,88 @@
+package openshell.driver.process;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.StringReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.Properties;
+
+import openshell.driver.DriverException;
+import openshell.isolation.BackendKey;
+import openshell.isolation.TopologyDescriptor;
+
+/**
+ * What the process driver provisioned for one launch, in two forms: the topology descriptor the
+ * supervisor's backend reads (where the channel is, whose credentials the runtime's peer must
+ * have) and the driver's own state the gateway persists (which holder and supervisor to kill).
+ *
+ * @param channel        the Unix socket the supervisor listens on and the runtime dials
+ * @param runtimeHostUid the host uid the sandbox runtime runs as (the sandbox's mapped root)
+ * @param slot           the id-range slot
+ * @param holderPid      PID 1 of the sandbox's namespaces, as the host sees it
+ * @param holderStart    its start time, epoch milliseconds
+ * @param supervisorPid  the supervisor process
+ * @param supervisorStart its start time, epoch milliseconds
+ */
+record ProcessTopology(Path channel, long runtimeHostUid, int slot, long holderPid, long holderStart,
+                       long supervisorPid, long supervisorStart) {
+    /** The backend that attaches process topologies: the sandbox runtime, protocol version 1. */
+    static final BackendKey BACKEND = new BackendKey("openshell-sandbox", 1);
+
+    /** @return the descriptor: only what the supervisor's backend needs, nothing of the driver's */
+    TopologyDescriptor descriptor() {
+        Properties p = new Properties();
+        p.setProperty("transport", "unix");
+        p.setProperty("channel", channel.toString());
+        p.setProperty("dial", "runtime");
+        p.setProperty("runtime.uid", Long.toString(runtimeHostUid));
+        return TopologyDescriptor.of(BACKEND, write(p));
+    }
+
+    /** @return the driver's state for the gateway to persist */
+    byte[] state() {
+        Properties p = new Properties();
+        p.setProperty("channel", channel.toString());
+        p.setProperty("runtime.uid", Long.toString(runtimeHostUid));
+        p.setProperty("slot", Integer.toString(slot));
+        p.setProperty("holder.pid", Long.toString(holderPid));
+        p.setProperty("holder.start", Long.toString(holderStart));
+        p.setProperty("supervisor.pid", Long.toString(supervisorPid));
+        p.setProperty("supervisor.start", Long.toString(supervisorStart));
+        return write(p);
+    }
+
+    static ProcessTopology fromState(byte[] state) {
+        Properties p = new Properties();
+        try {
+            p.load(new StringReader(new String(state, StandardCharsets.ISO_8859_1)));
+            return new ProcessTopology(Path.of(required(p, "channel")), Long.parseLong(required(p, "runtime.uid")),
+                    Integer.parseInt(required(p, "slot")), Long.parseLong(required(p, "holder.pid")),
+                    Long.parseLong(required(p, "holder.start")), Long.parseLong(required(p, "supervisor.pid")),
+                    Long.parseLong(required(p, "supervisor.start")));
+        } catch (IOException | RuntimeException e) {
+            throw new DriverException(DriverException.Kind.INVALID, "not a process-driver state: " + e.getMessage(), e);
+        }
+    }
+
+    private static String required(Properties p, String key) {
+        String v = p.getProperty(key);
+        if (v == null) {
+            throw new IllegalArgumentException("missing " + key);
+        }
+        return v;
+    }
+
+    private static byte[] write(Properties p) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        try {
+            p.store(out, null);
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
+        // Drop the timestamp comment Properties writes, so equal topologies give equal bytes.
+        String text = out.toString(StandardCharsets.ISO_8859_1).lines().filter(l -> !l.startsWith("#"))
+                .sorted().reduce("", (a, b) -> a + b + "\n");
+        return text.getBytes(StandardCharsets.ISO_8859_1);
+    }
+}
