@@ -62,9 +62,16 @@ final class GatewayClient {
     }
 
     Reply call(String method, String path) {
+        return call(method, path, null);
+    }
+
+    Reply call(String method, String path, JsonObject payload) {
         HttpClientRequest request = client.method(Method.create(method)).path(path)
                 .header(HeaderNames.AUTHORIZATION, "Bearer " + token);
-        try (HttpClientResponse response = request.request()) {
+        if (payload != null) {
+            request.header(HeaderNames.CONTENT_TYPE, "application/json");
+        }
+        try (HttpClientResponse response = payload == null ? request.request() : request.submit(Main.write(payload))) {
             String text = response.entity().hasEntity() ? response.as(String.class) : "";
             JsonObject body = Json.createObjectBuilder().build();
             if (!text.isBlank()) {

@@ -35,6 +35,10 @@ public final class Main {
               sandbox list                                         every sandbox
               sandbox get NAME                                     one sandbox
               sandbox delete NAME                                  kill everything of a sandbox and remove it
+              provider create NAME --env VAR --host H [--host H]... (--from-env VAR | --from-stdin)
+                                                                   a named secret bound to hosts; the agent
+                                                                   sees only a placeholder in VAR
+              provider list | provider delete NAME
               policy check --policy FILE                           validate; problems with line numbers
               policy explain --policy FILE --binary PATH [--sha256 HEX] [--ancestor PATH]...
                              --host H --port P [--method M --path P]
@@ -110,6 +114,7 @@ public final class Main {
             switch (command) {
                 case "gateway" -> gateway(in);
                 case "sandbox" -> sandbox(in);
+                case "provider" -> provider(in);
                 case "version" -> print(Json.createObjectBuilder().add("version", version()).build(),
                         () -> out.println("openshell " + version()));
                 case "help" -> out.print(USAGE);
@@ -266,6 +271,77 @@ public final class Main {
             Files.createDirectories(dir.getParent());
             Files.createDirectory(dir, java.nio.file.attribute.PosixFilePermissions.asFileAttribute(
                     java.nio.file.attribute.PosixFilePermissions.fromString("rwx------")));
+        }
+    }
+
+    private void provider(Deque<String> in) {
+        String sub = in.isEmpty() ? "" : in.pop();
+        switch (sub) {
+            case "create" -> {
+                String name = value(in, "provider create NAME");
+                String env = null;
+                String value = null;
+                jakarta.json.JsonArrayBuilder hosts = Json.createArrayBuilder();
+                int hostCount = 0;
+                while (!in.isEmpty()) {
+                    String option = in.pop();
+                    switch (option) {
+                        case "--env" -> env = value(in, option);
+                        case "--host" -> {
+                            hosts.add(value(in, option));
+                            hostCount++;
+                        }
+                        // The value never comes from the command line: every local user can read argv.
+                        case "--from-env" -> {
+                            String var = value(in, option);
+                            value = System.getenv(var);
+                            if (value == null || value.isEmpty()) {
+                                throw usage("environment variable " + var + " is not set");
+                            }
+                        }
+                        case "--from-stdin" -> value = readStdin();
+                        default -> throw usage("unknown option for provider create: " + option);
+                    }
+                }
+                if (env == null || hostCount == 0 || value == null) {
+                    throw usage("provider create needs --env VAR, at least one --host, and --from-env VAR or --from-stdin");
+                }
+                JsonObject body = ok(GatewayClient.connect(state).call("POST", "/v1/providers",
+                        Json.createObjectBuilder().add("name", name).add("env", env).add("hosts", hosts)
+                                .add("value", value).build()));
+                print(body, () -> out.println("provider " + name + " created; the agent sees "
+                        + body.getString("env") + "=" + body.getString("placeholder")));
+            }
+            case "list" -> {
+                JsonObject body = ok(GatewayClient.connect(state).call("GET", "/v1/providers"));
+                print(body, () -> {
+                    List<JsonObject> items = body.getJsonArray("providers").getValuesAs(JsonObject.class);
+                    if (items.isEmpty()) {
+                        out.println("no providers");
+                    }
+                    for (JsonObject p : items) {
+                        out.printf("%-20s %-20s %s%n", p.getString("name"), p.getString("env"),
+                                String.join(",", p.getJsonArray("hosts").getValuesAs(jakarta.json.JsonString.class)
+                                        .stream().map(jakarta.json.JsonString::getString).toList()));
+                    }
+                });
+            }
+            case "delete" -> {
+                String name = value(in, "provider delete NAME");
+                ok(GatewayClient.connect(state).call("DELETE", "/v1/providers/" + name));
+                print(Json.createObjectBuilder().add("deleted", name).build(),
+                        () -> out.println("provider " + name + " deleted"));
+            }
+            default -> throw usage("provider create|list|delete");
+        }
+    }
+
+    private static String readStdin() {
+        try {
+            byte[] bytes = System.in.readNBytes(64 * 1024);
+            return new String(bytes, java.nio.charset.StandardCharsets.UTF_8).strip();
+        } catch (IOException e) {
+            throw new CliException(CliException.FAILED, "cannot read the value from stdin: " + e.getMessage());
         }
     }
 

@@ -16,14 +16,18 @@ import jakarta.json.JsonObject;
 import openshell.driver.DriverEnvironment;
 import openshell.driver.DriverException;
 import openshell.driver.DriverRegistry;
+import openshell.gateway.store.ProviderStore;
 import openshell.gateway.store.SandboxRecord;
 import openshell.gateway.store.SandboxStore;
+import openshell.gateway.store.SecretBox;
 
 /**
  * The gateway's HTTP server: health endpoints open to anyone on the listening address, and the
  * {@code /v1} API and its OpenAPI description only with the API token.
  */
 public final class GatewayServer implements AutoCloseable {
+    /** Largest request body accepted; larger ones are refused before they are read. */
+    public static final long MAX_REQUEST_BYTES = 64 * 1024;
     private final WebServer server;
     private final SandboxStore store;
 
@@ -42,13 +46,19 @@ public final class GatewayServer implements AutoCloseable {
     public static GatewayServer start(GatewayConfig config, DriverRegistry drivers) {
         Path state = prepareStateDirectory(config.stateDirectory());
         ApiToken token = ApiToken.loadOrCreate(state);
+        SecretBox secrets = SecretBox.loadOrCreate(state);
         SandboxStore store = SandboxStore.open(config.store());
         try {
+            ProviderStore providers = store.providers(secrets);
             DriverEnvironment driverEnvironment = new DriverEnvironment(state.resolve("drivers"), Map.of());
             WebServer server = WebServer.builder()
                     .host(config.host())
                     .port(config.port())
-                    .routing(r -> routing(r, token, store, drivers, driverEnvironment))
+                    .maxPayloadSize(MAX_REQUEST_BYTES)
+                    .routing(r -> {
+                        routing(r, token, store, drivers, driverEnvironment);
+                        ProviderApi.routing(r, providers);
+                    })
                     .build()
                     .start();
             return new GatewayServer(server, store);
@@ -104,7 +114,7 @@ public final class GatewayServer implements AutoCloseable {
                 "no sandbox named '" + name + "'"));
     }
 
-    private static void guarded(ServerResponse res, Runnable work) {
+    static void guarded(ServerResponse res, Runnable work) {
         try {
             work.run();
         } catch (GatewayException e) {
@@ -131,7 +141,7 @@ public final class GatewayServer implements AutoCloseable {
         };
     }
 
-    private static void send(ServerResponse res, Status status, JsonObject body) {
+    static void send(ServerResponse res, Status status, JsonObject body) {
         res.status(status).header(HeaderNames.CONTENT_TYPE, "application/json");
         res.send(JsonBodies.write(body));
     }

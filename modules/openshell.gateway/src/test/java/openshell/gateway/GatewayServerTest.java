@@ -82,13 +82,17 @@ class GatewayServerTest {
     }
 
     private static Reply call(String method, GatewayServer server, String path, String token) {
+        return call(method, server, path, token, null);
+    }
+
+    private static Reply call(String method, GatewayServer server, String path, String token, String body) {
         WebClient client = WebClient.builder().baseUri("http://127.0.0.1:" + server.port())
                 .readTimeout(Duration.ofSeconds(30)).build();
         HttpClientRequest request = client.method(Method.create(method)).path(path);
         if (token != null) {
             request.header(HeaderNames.AUTHORIZATION, "Bearer " + token);
         }
-        try (HttpClientResponse r = request.request()) {
+        try (HttpClientResponse r = body == null ? request.request() : request.submit(body)) {
             return new Reply(r.status().code(), r.entity().hasEntity() ? r.as(String.class) : "");
         }
     }
@@ -196,6 +200,41 @@ class GatewayServerTest {
             Reply kept = call("DELETE", server, "/v1/sandboxes/orphan", token);
             assertEquals(503, kept.statusCode(), kept.body());
             assertEquals(200, call("GET", server, "/v1/sandboxes/orphan", token).statusCode());
+        }
+    }
+
+    @Test
+    void providersTakeAValueOnceAndNeverShowIt() throws Exception {
+        Path state = tmp.resolve("state");
+        GatewayConfig config = new GatewayConfig(state, "127.0.0.1", 0, StoreConfig.embedded(state), "process");
+        try (GatewayServer server = GatewayServer.start(config, DriverRegistry.of(List.of()))) {
+            String token = Files.readString(state.resolve(ApiToken.FILE)).strip();
+            String create = "{\"name\":\"github\",\"env\":\"GITHUB_TOKEN\",\"hosts\":[\"api.github.com\"],"
+                    + "\"value\":\"ghp_topSecret42\"}";
+            Reply created = call("POST", server, "/v1/providers", token, create);
+            assertEquals(201, created.statusCode(), created.body());
+            assertFalse(created.body().contains("ghp_topSecret42"), created.body());
+            assertTrue(created.body().contains("\"placeholder\":\"openshell-placeholder:github\""), created.body());
+            assertEquals(409, call("POST", server, "/v1/providers", token, create).statusCode());
+            assertEquals(401, call("POST", server, "/v1/providers", null, create).statusCode());
+            assertEquals(400, call("POST", server, "/v1/providers", token, "{\"name\":\"x\"}").statusCode());
+            assertEquals(400, call("POST", server, "/v1/providers", token, "not json").statusCode());
+            String tooBig = "{\"name\":\"big\",\"env\":\"X\",\"hosts\":[\"a.com\"],\"value\":\""
+                    + "v".repeat((int) GatewayServer.MAX_REQUEST_BYTES) + "\"}";
+            assertEquals(413, call("POST", server, "/v1/providers", token, tooBig).statusCode());
+
+            Reply list = call("GET", server, "/v1/providers", token);
+            assertEquals(200, list.statusCode());
+            assertTrue(list.body().contains("\"name\":\"github\""), list.body());
+            assertFalse(list.body().contains("ghp_topSecret42"), list.body());
+            assertEquals(204, call("DELETE", server, "/v1/providers/github", token).statusCode());
+            assertEquals(404, call("DELETE", server, "/v1/providers/github", token).statusCode());
+        }
+        try (var files = Files.walk(state)) {
+            for (Path f : files.filter(Files::isRegularFile).toList()) {
+                assertFalse(new String(Files.readAllBytes(f), java.nio.charset.StandardCharsets.ISO_8859_1)
+                        .contains("ghp_topSecret42"), "the value is in plain text in " + f);
+            }
         }
     }
 }

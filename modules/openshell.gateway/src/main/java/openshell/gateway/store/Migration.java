@@ -16,7 +16,8 @@ import java.util.List;
 record Migration(int version, String description) {
     /** Every migration this gateway knows, in order. The last one is the newest schema it can use. */
     static final List<Migration> ALL = List.of(
-            new Migration(1, "sandbox records"));
+            new Migration(1, "sandbox records"),
+            new Migration(2, "providers"));
 
     List<String> statements() {
         String resource = "migrations/V" + version + ".sql";

@@ -76,6 +76,16 @@ public final class SandboxStore implements AutoCloseable {
         }
     }
 
+    /**
+     * The providers kept in the same database.
+     *
+     * @param box seals and opens their values
+     * @return the provider store
+     */
+    public ProviderStore providers(SecretBox box) {
+        return new ProviderStore(db, box);
+    }
+
     /** @return the schema version in force */
     public int schemaVersion() {
         return schemaVersion;

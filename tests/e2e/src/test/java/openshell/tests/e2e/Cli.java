@@ -20,13 +20,19 @@ final class Cli {
     }
 
     static Result run(Path state, String... args) throws IOException, InterruptedException {
+        return run(state, java.util.Map.of(), args);
+    }
+
+    static Result run(Path state, java.util.Map<String, String> env, String... args)
+            throws IOException, InterruptedException {
         List<String> command = new ArrayList<>(List.of(
                 ProcessHandle.current().info().command().orElseThrow(),
                 "-p", System.getProperty("jdk.module.path"),
                 "-m", "openshell.cli/openshell.cli.Main", "--state", state.toString()));
         command.addAll(List.of(args));
-        Process p = new ProcessBuilder(command).redirectInput(ProcessBuilder.Redirect.from(Path.of("/dev/null").toFile()))
-                .start();
+        ProcessBuilder pb = new ProcessBuilder(command).redirectInput(ProcessBuilder.Redirect.from(Path.of("/dev/null").toFile()));
+        pb.environment().putAll(env);
+        Process p = pb.start();
         // Drain both streams before waiting so a chatty child can never block on a full pipe.
         CompletableFuture<String> err = CompletableFuture.supplyAsync(() -> read(p.getErrorStream()));
         String out = read(p.getInputStream());

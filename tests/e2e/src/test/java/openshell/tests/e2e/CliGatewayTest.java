@@ -54,6 +54,18 @@ class CliGatewayTest {
         assertEquals(4, missing.exit());
         assertTrue(missing.err().contains("no sandbox named 'nope'"), missing.err());
 
+        Cli.Result provider = Cli.run(state, java.util.Map.of("MY_TOKEN", "ghp_fromTheEnvironment"),
+                "provider", "create", "github", "--env", "GITHUB_TOKEN", "--host", "api.github.com", "--from-env", "MY_TOKEN");
+        assertEquals(0, provider.exit(), provider.err());
+        assertTrue(provider.out().contains("GITHUB_TOKEN=openshell-placeholder:github"), provider.out());
+        Cli.Result providers = cli("provider", "list");
+        assertTrue(providers.out().contains("github") && !providers.out().contains("ghp_fromTheEnvironment"),
+                providers.out());
+        Cli.Result noValue = cli("provider", "create", "x", "--env", "X", "--host", "a.com");
+        assertEquals(2, noValue.exit(), "a value must come from the environment or stdin, never argv");
+        assertEquals(0, cli("provider", "delete", "github").exit());
+        assertEquals(4, cli("provider", "delete", "github").exit());
+
         Cli.Result usage = cli("sandbox", "frobnicate");
         assertEquals(2, usage.exit());
 
