@@ -1,0 +1,44 @@
+package openshell.linux;
+
+import com.sun.jna.Memory;
+import java.time.Duration;
+
+/** Bounded waits on one descriptor with {@code poll(2)}; every blocking wait here has a timeout. */
+final class Poll {
+    static final short POLLIN = 1;
+
+    private Poll() {
+    }
+
+    /**
+     * Waits until {@code fd} is readable, hung up or in error.
+     *
+     * @return {@code false} on timeout
+     */
+    static boolean readable(int fd, Duration timeout, String call) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        try (Memory pollfd = new Memory(8)) {
+            while (true) {
+                long remaining = Math.max(0, deadline - System.nanoTime());
+                int millis = (int) Math.min(Integer.MAX_VALUE, (remaining + 999_999) / 1_000_000);
+                pollfd.setInt(0, fd);
+                pollfd.setShort(4, POLLIN);
+                pollfd.setShort(6, (short) 0);
+                int rc = LibC.poll(LibC.address(pollfd), 1, millis);
+                if (rc > 0) {
+                    return true;
+                }
+                if (rc == 0) {
+                    if (System.nanoTime() - deadline >= 0) {
+                        return false;
+                    }
+                    continue;
+                }
+                int errno = LibC.errno();
+                if (errno != Errno.EINTR) {
+                    throw LinuxException.of(call, errno);
+                }
+            }
+        }
+    }
+}
