@@ -215,6 +215,17 @@ public final class BpfProgram {
         }
 
         /**
+         * Jumps to {@code label} if {@code (A & mask) != 0}, else falls through.
+         *
+         * @param mask the bits
+         * @param label where to go
+         * @return this
+         */
+        public Builder jumpIfAnySet(int mask, String label) {
+            return add(JMP_JSET_K, label, null, mask);
+        }
+
+        /**
          * Returns an action.
          *
          * @param action a {@code SECCOMP_RET_*} value with its data

@@ -1,8 +1,6 @@
 package openshell.linux;
 
 import com.sun.jna.Memory;
-import java.nio.file.Files;
-import java.nio.file.Path;
 
 /**
  * Capability sets of the calling thread ({@code capget}/{@code capset}, per-thread), the bounding
@@ -40,13 +38,24 @@ public final class Capabilities {
         }
     }
 
-    /** @return the highest capability number this kernel knows */
+    /**
+     * The highest capability number this kernel knows, found by asking the kernel
+     * ({@code PR_CAPBSET_READ} is EINVAL past it). Not read from {@code cap_last_cap}: a short read
+     * of that file once made "40" look like "4" and left capabilities 5..40 in place.
+     *
+     * @return the number
+     */
     public static int lastCapability() {
-        try {
-            return Integer.parseInt(Files.readString(Path.of("/proc/sys/kernel/cap_last_cap")).trim());
-        } catch (java.io.IOException e) {
-            throw new LinuxException("read /proc/sys/kernel/cap_last_cap", 0, e.toString());
+        for (int cap = 0; cap < 64; cap++) {
+            if (LibC.syscall(LibC.SYS_PRCTL, PR_CAPBSET_READ, cap, 0, 0, 0, 0) < 0) {
+                int errno = LibC.errno();
+                if (errno == Errno.EINVAL && cap > 0) {
+                    return cap - 1;
+                }
+                throw LinuxException.of("prctl(PR_CAPBSET_READ, " + cap + ")", errno);
+            }
         }
+        return 63;
     }
 
     /** @return the calling thread's sets */
@@ -86,7 +95,8 @@ public final class Capabilities {
     /** @return the bounding set as a mask */
     public static long boundingSet() {
         long mask = 0;
-        for (int cap = 0; cap <= lastCapability(); cap++) {
+        int last = lastCapability();
+        for (int cap = 0; cap <= last; cap++) {
             if (ProcessControl.prctl(PR_CAPBSET_READ, cap, 0, 0, 0, "prctl(PR_CAPBSET_READ)") == 1) {
                 mask |= 1L << cap;
             }
@@ -96,7 +106,8 @@ public final class Capabilities {
 
     /** Drops every capability from the bounding set (needs CAP_SETPCAP). */
     public static void dropBoundingSet() {
-        for (int cap = 0; cap <= lastCapability(); cap++) {
+        int last = lastCapability();
+        for (int cap = 0; cap <= last; cap++) {
             ProcessControl.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0, "prctl(PR_CAPBSET_DROP, " + cap + ")");
         }
     }
@@ -104,7 +115,8 @@ public final class Capabilities {
     /** @return the ambient set as a mask */
     public static long ambientSet() {
         long mask = 0;
-        for (int cap = 0; cap <= lastCapability(); cap++) {
+        int last = lastCapability();
+        for (int cap = 0; cap <= last; cap++) {
             if (ProcessControl.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, cap, 0, 0, "prctl(PR_CAP_AMBIENT_IS_SET)") == 1) {
                 mask |= 1L << cap;
             }

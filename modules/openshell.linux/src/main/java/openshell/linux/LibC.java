@@ -88,6 +88,8 @@ final class LibC {
 
     static native int dup(int fd);
 
+    static native int pipe2(int[] fds, int flags);
+
     static native int poll(long fds, long count, int timeoutMillis);
 
     static native int socket(int domain, int type, int protocol);

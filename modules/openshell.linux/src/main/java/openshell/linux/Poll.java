@@ -16,6 +16,17 @@ final class Poll {
      * @return {@code false} on timeout
      */
     static boolean readable(int fd, Duration timeout, String call) {
+        return events(fd, timeout, call) != 0;
+    }
+
+    static final short POLLHUP = 0x10;
+
+    /**
+     * Waits until {@code fd} is readable, hung up or in error.
+     *
+     * @return the returned events, 0 on timeout
+     */
+    static int events(int fd, Duration timeout, String call) {
         long deadline = System.nanoTime() + timeout.toNanos();
         try (Memory pollfd = new Memory(8)) {
             while (true) {
@@ -26,11 +37,11 @@ final class Poll {
                 pollfd.setShort(6, (short) 0);
                 int rc = LibC.poll(LibC.address(pollfd), 1, millis);
                 if (rc > 0) {
-                    return true;
+                    return pollfd.getShort(6) & 0xffff;
                 }
                 if (rc == 0) {
                     if (System.nanoTime() - deadline >= 0) {
-                        return false;
+                        return 0;
                     }
                     continue;
                 }

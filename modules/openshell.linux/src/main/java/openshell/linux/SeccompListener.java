@@ -68,14 +68,28 @@ public final class SeccompListener implements AutoCloseable {
         return new SeccompNotification(notificationSize);
     }
 
+    /** What {@link #awaitPending} found. */
+    public enum Pending {
+        /** A notification is waiting: {@link #receive} will not block. */
+        NOTIFICATION,
+        /** Nothing arrived in time. */
+        TIMEOUT,
+        /** Every process using the filter has exited; nothing will ever arrive. */
+        NO_USERS
+    }
+
     /**
      * Waits until a notification is pending or the filter's last user has gone.
      *
      * @param timeout how long to wait
-     * @return {@code true} if {@link #receive} will not block
+     * @return what happened
      */
-    public boolean awaitPending(Duration timeout) {
-        return Poll.readable(fd.value(), timeout, "poll(seccomp listener)");
+    public Pending awaitPending(Duration timeout) {
+        int events = Poll.events(fd.value(), timeout, "poll(seccomp listener)");
+        if ((events & Poll.POLLIN) != 0) {
+            return Pending.NOTIFICATION;
+        }
+        return events == 0 ? Pending.TIMEOUT : Pending.NO_USERS;
     }
 
     /**

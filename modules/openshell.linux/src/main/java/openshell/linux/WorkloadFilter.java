@@ -14,6 +14,8 @@ package openshell.linux;
  * <tr><td>{@code connect}, {@code bind}, {@code listen}, {@code sendmsg}, {@code sendmmsg}</td><td>notify</td></tr>
  * <tr><td>{@code sendto} with a destination address</td><td>notify; without one: allow</td></tr>
  * <tr><td>{@code io_uring_setup/enter/register}</td><td>EPERM (io_uring would bypass this filter)</td></tr>
+ * <tr><td>{@code unshare} or {@code clone} with {@code CLONE_NEWUSER}</td><td>EPERM (a new user namespace would hand out capabilities again)</td></tr>
+ * <tr><td>{@code clone3}</td><td>ENOSYS (its flags are behind a pointer; libc falls back to {@code clone})</td></tr>
  * <tr><td>everything else</td><td>allow</td></tr>
  * </table>
  *
@@ -30,6 +32,9 @@ public final class WorkloadFilter {
     static final int NR_LISTEN = 50;
     static final int NR_SOCKETPAIR = 53;
     static final int NR_SENDMMSG = 307;
+    static final int NR_CLONE = 56;
+    static final int NR_UNSHARE = 272;
+    static final int NR_CLONE3 = 435;
     static final int NR_IO_URING_SETUP = 425;
     static final int NR_IO_URING_ENTER = 426;
     static final int NR_IO_URING_REGISTER = 427;
@@ -65,6 +70,13 @@ public final class WorkloadFilter {
                 .jumpIfEqual(NR_IO_URING_SETUP, "eperm")
                 .jumpIfEqual(NR_IO_URING_ENTER, "eperm")
                 .jumpIfEqual(NR_IO_URING_REGISTER, "eperm")
+                .jumpIfEqual(NR_CLONE, "clone")
+                .jumpIfEqual(NR_UNSHARE, "clone")
+                .jumpIfEqual(NR_CLONE3, "enosys")
+                .ret(Seccomp.RET_ALLOW)
+                .label("clone")
+                .loadArgLow(0)
+                .jumpIfAnySet(NamespaceType.USER.cloneFlag(), "eperm")
                 .ret(Seccomp.RET_ALLOW)
                 .label("socket")
                 .loadArgLow(0)
@@ -101,6 +113,8 @@ public final class WorkloadFilter {
                 .ret(Seccomp.RET_ALLOW)
                 .label("eperm")
                 .ret(Seccomp.errno(Errno.EPERM))
+                .label("enosys")
+                .ret(Seccomp.errno(Errno.ENOSYS))
                 .label("kill")
                 .ret(Seccomp.RET_KILL_PROCESS)
                 .build();

@@ -34,7 +34,7 @@ class SeccompTest {
         try (SeccompListener listener = thread.listener) {
             assertTrue(listener.waitKillable(), "this kernel (6.18) has WAIT_KILLABLE_RECV");
             SeccompNotification notification = listener.newNotification();
-            assertTrue(listener.awaitPending(WAIT));
+            assertEquals(SeccompListener.Pending.NOTIFICATION, listener.awaitPending(WAIT));
             assertTrue(listener.receive(notification));
             assertEquals(WorkloadFilter.NR_SOCKET, notification.syscall());
             assertEquals(Seccomp.AUDIT_ARCH_X86_64, notification.arch());
@@ -59,7 +59,7 @@ class SeccompTest {
         });
         try (SeccompListener listener = thread.listener) {
             SeccompNotification notification = listener.newNotification();
-            assertTrue(listener.awaitPending(WAIT));
+            assertEquals(SeccompListener.Pending.NOTIFICATION, listener.awaitPending(WAIT));
             assertTrue(listener.receive(notification));
             assertTrue(listener.respondContinue(notification.id()));
             long[] result = thread.await();
@@ -115,12 +115,12 @@ class SeccompTest {
             });
             try (SeccompListener listener = thread.listener) {
                 SeccompNotification notification = listener.newNotification();
-                assertTrue(listener.awaitPending(WAIT));
+                assertEquals(SeccompListener.Pending.NOTIFICATION, listener.awaitPending(WAIT));
                 assertTrue(listener.receive(notification));
                 assertEquals(WorkloadFilter.NR_SOCKET, notification.syscall());
                 assertTrue(listener.respondContinue(notification.id()));
 
-                assertTrue(listener.awaitPending(WAIT));
+                assertEquals(SeccompListener.Pending.NOTIFICATION, listener.awaitPending(WAIT));
                 assertTrue(listener.receive(notification));
                 assertEquals(WorkloadFilter.NR_CONNECT, notification.syscall());
                 int targetFd = (int) notification.argument(0);
