@@ -74,6 +74,17 @@ public final class Pidfd implements AutoCloseable {
     }
 
     /**
+     * Waits until the process has exited, without reaping it (works for any process, not only
+     * our children).
+     *
+     * @param timeout the longest wait
+     * @return whether it has exited
+     */
+    public boolean awaitTermination(Duration timeout) {
+        return Poll.readable(fd.value(), timeout, "poll(pidfd)");
+    }
+
+    /**
      * Waits for our child to exit and reaps it ({@code waitid(P_PIDFD, WEXITED)}).
      *
      * @param timeout the longest wait
