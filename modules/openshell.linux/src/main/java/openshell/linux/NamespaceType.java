@@ -4,7 +4,10 @@ package openshell.linux;
 public enum NamespaceType {
     /** User namespace: cannot be entered or created by a multithreaded process (EINVAL), so never by a JVM. */
     USER(0x10000000, "user"),
-    /** Mount namespace: needs an unshared fs struct, which a JVM's threads share (EINVAL). */
+    /**
+     * Mount namespace: {@code unshare} works per thread (it unshares the thread's fs struct too),
+     * but {@code setns} needs an fs struct no other thread shares, so a JVM cannot enter one (EINVAL).
+     */
     MOUNT(0x00020000, "mnt"),
     /** PID namespace: {@code setns}/{@code unshare} only affect children created afterwards. */
     PID(0x20000000, "pid"),
