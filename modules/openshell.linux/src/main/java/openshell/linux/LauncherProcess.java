@@ -121,7 +121,12 @@ public final class LauncherProcess implements AutoCloseable {
         } catch (LinuxException e) {
             return new LaunchResult.Failed(LaunchStep.PLAN, e.errno(), "launcher gone before the plan: " + e.getMessage());
         }
-        Optional<UnixSockets.Message> reply = UnixSockets.receive(socket.value(), 8192, timeout);
+        Optional<UnixSockets.Message> reply;
+        try {
+            reply = UnixSockets.receive(socket.value(), 8192, timeout);
+        } catch (LinuxException e) {
+            return new LaunchResult.Failed(LaunchStep.PLAN, e.errno(), "launcher gone: " + e.getMessage());
+        }
         if (reply.isEmpty()) {
             return new LaunchResult.Failed(LaunchStep.LISTENER_HANDOFF, Errno.ETIMEDOUT, "no answer within " + timeout);
         }
@@ -163,7 +168,12 @@ public final class LauncherProcess implements AutoCloseable {
         } catch (LinuxException e) {
             return new LaunchResult.Failed(LaunchStep.ACKNOWLEDGEMENT, e.errno(), "launcher gone: " + e.getMessage());
         }
-        Optional<UnixSockets.Message> reply = UnixSockets.receive(socket.value(), 8192, timeout);
+        Optional<UnixSockets.Message> reply;
+        try {
+            reply = UnixSockets.receive(socket.value(), 8192, timeout);
+        } catch (LinuxException e) {
+            return new LaunchResult.Failed(LaunchStep.EXEC, e.errno(), "launcher gone: " + e.getMessage());
+        }
         if (reply.isEmpty()) {
             return new LaunchResult.Failed(LaunchStep.EXEC, Errno.ETIMEDOUT, "no exec within " + timeout);
         }
