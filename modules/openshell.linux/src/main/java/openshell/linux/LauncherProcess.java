@@ -51,6 +51,7 @@ public final class LauncherProcess implements AutoCloseable {
             argv.add("-Djna.boot.library.path=" + jnaLibraryDirectory);
             argv.add("-Djna.nounpack=true");
             argv.add("-Djna.noclasspath=true");
+            argv.add("-Djna.platform.library.path=");
             argv.add("-p");
             argv.add(String.join(":", modulePath));
             argv.add("-m");

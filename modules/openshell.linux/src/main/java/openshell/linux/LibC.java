@@ -31,7 +31,13 @@ final class LibC {
     static final long SYS_SETGROUPS = 116;
 
     static {
-        Native.register(LibC.class, NativeLibrary.getInstance("c"));
+        // Without this property JNA's NativeLibrary runs "/sbin/ldconfig -p" in a child process to
+        // build a search path (~100 ms, and a launcher must not run helpers). libc is opened by its
+        // soname, which the dynamic linker resolves itself.
+        if (System.getProperty("jna.platform.library.path") == null) {
+            System.setProperty("jna.platform.library.path", "");
+        }
+        Native.register(LibC.class, NativeLibrary.getInstance("libc.so.6"));
     }
 
     private LibC() {
