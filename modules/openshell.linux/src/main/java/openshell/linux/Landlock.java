@@ -59,6 +59,7 @@ public final class Landlock {
 
     static final int CREATE_RULESET_VERSION = 1;
     static final int RULE_PATH_BENEATH = 1;
+    static final int RULE_NET_PORT = 2;
     static final int O_PATH = 0x200000;
     static final int O_CLOEXEC = 0x80000;
 
@@ -142,7 +143,7 @@ public final class Landlock {
             attr.setLong(16, scoped);
             int fd = (int) LibC.check(LibC.syscall(LibC.SYS_LANDLOCK_CREATE_RULESET, LibC.address(attr), size, 0, 0, 0, 0),
                     "landlock_create_ruleset");
-            return new Ruleset(OwnedFd.adopt(fd), handledFs);
+            return new Ruleset(OwnedFd.adopt(fd), handledFs, handledNet);
         }
     }
 
@@ -150,11 +151,34 @@ public final class Landlock {
     public static final class Ruleset implements AutoCloseable {
         private final OwnedFd fd;
         private final long handledFs;
+        private final long handledNet;
         private final List<String> paths = new ArrayList<>();
 
-        private Ruleset(OwnedFd fd, long handledFs) {
+        private Ruleset(OwnedFd fd, long handledFs, long handledNet) {
             this.fd = fd;
             this.handledFs = handledFs;
+            this.handledNet = handledNet;
+        }
+
+        /**
+         * Grants TCP rights on one port (ABI 4+).
+         *
+         * @param port    0..65535
+         * @param allowed {@link #NET_BIND_TCP} and/or {@link #NET_CONNECT_TCP}, handled by this ruleset
+         * @return this
+         */
+        public Ruleset allowPort(int port, long allowed) {
+            if (port < 0 || port > 0xffff || allowed == 0 || (allowed & ~handledNet) != 0) {
+                throw new LinuxException("landlock_add_rule(NET_PORT)", Errno.EINVAL,
+                        "port " + port + " rights 0x" + Long.toHexString(allowed) + " (handled 0x" + Long.toHexString(handledNet) + ")");
+            }
+            try (Memory attr = new Memory(16)) {
+                attr.setLong(0, allowed);
+                attr.setLong(8, port);
+                LibC.check((int) LibC.syscall(LibC.SYS_LANDLOCK_ADD_RULE, fd.value(), RULE_NET_PORT,
+                        LibC.address(attr), 0, 0, 0), "landlock_add_rule(port " + port + ")");
+                return this;
+            }
         }
 
         /** @return the handled file-system rights */

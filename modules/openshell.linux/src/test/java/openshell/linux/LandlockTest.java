@@ -36,6 +36,37 @@ class LandlockTest {
     }
 
     @Test
+    void tcpBindIsLimitedToTheAllowedPort() throws Exception {
+        String result = CapabilitiesTest.onFreshThread(() -> {
+            ProcessControl.setNoNewPrivileges();
+            int allowed;
+            try (java.net.ServerSocket probe = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+                allowed = probe.getLocalPort();
+            } catch (java.io.IOException e) {
+                return e.toString();
+            }
+            try {
+                try (Landlock.Ruleset ruleset = Landlock.create(0, Landlock.NET_BIND_TCP, 0)) {
+                    ruleset.allowPort(allowed, Landlock.NET_BIND_TCP);
+                    ruleset.restrictSelf();
+                }
+                String bound;
+                try (java.net.ServerSocket ok = new java.net.ServerSocket(allowed, 1, java.net.InetAddress.getLoopbackAddress())) {
+                    bound = ok.getLocalPort() == allowed ? "allowed-port-bound" : "wrong-port";
+                }
+                try (java.net.ServerSocket denied = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+                    return bound + " other-port-bound " + denied.getLocalPort();
+                } catch (java.io.IOException e) {
+                    return bound + " other-port-denied";
+                }
+            } catch (java.io.IOException e) {
+                return e.toString();
+            }
+        });
+        assertEquals("allowed-port-bound other-port-denied", result);
+    }
+
+    @Test
     void fileRuleDropsDirectoryOnlyRights(@TempDir Path dir) throws Exception {
         Path file = Files.writeString(dir.resolve("f.txt"), "x");
         try (Landlock.Ruleset ruleset = Landlock.create(Landlock.fsRights(Landlock.abiVersion()), 0, 0)) {

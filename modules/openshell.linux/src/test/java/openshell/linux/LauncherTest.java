@@ -15,7 +15,8 @@ class LauncherTest {
         Launches.Outcome outcome = Launches.run(Launches.bash(
                 "grep -E '^(Uid|Gid|Groups|CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' /proc/self/status;"
                         + " if cat /etc/hostname >/dev/null 2>&1; then echo etc=opened; else echo etc=denied; fi;"
-                        + " if /usr/bin/unshare -U true 2>/dev/null; then echo userns=created; else echo userns=refused; fi")
+                        + " if /usr/bin/unshare -U true 2>/dev/null; then echo userns=created; else echo userns=refused; fi;"
+                        + " echo fds-begin; ls -1 /proc/$$/fd; echo fds-end")
                 .build(), Launches::continueAll);
         LaunchResult.Ready ready = assertInstanceOf(LaunchResult.Ready.class, outcome.ready(), outcome.ready() + "\n" + outcome.output());
         assertTrue(ready.landlock().complete(), ready.landlock().toString());
@@ -31,6 +32,9 @@ class LauncherTest {
         assertTrue(out.contains("Seccomp:\t2"), out);
         assertTrue(out.contains("etc=denied"), "Landlock must deny /etc:\n" + out);
         assertTrue(out.contains("userns=refused"), "a new user namespace would regain capabilities:\n" + out);
+        List<String> lines = out.lines().toList();
+        assertEquals(List.of("0", "1", "2"), lines.subList(lines.indexOf("fds-begin") + 1, lines.indexOf("fds-end")),
+                "nothing of the launcher JVM or the parent leaks into the target:\n" + out);
         assertEquals(new ChildExit(0, 0), outcome.exit());
     }
 
