@@ -216,7 +216,11 @@ public final class WorkloadLauncher {
     }
 
     static LandlockOutcome applyLandlock(LaunchPlan plan) {
-        int abi = Landlock.abiVersion();
+        return applyLandlock(plan, Landlock.abiVersion());
+    }
+
+    /** As above, for a given kernel ABI (lets a test show what an older kernel would get). */
+    static LandlockOutcome applyLandlock(LaunchPlan plan, int abi) {
         long requestedFs = Landlock.fsRights(KernelFeatures.LANDLOCK_ABI_TARGET);
         long requestedScopes = Landlock.scopes(KernelFeatures.LANDLOCK_ABI_TARGET);
         long handledFs = requestedFs & Landlock.fsRights(abi);

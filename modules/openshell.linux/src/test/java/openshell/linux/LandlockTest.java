@@ -67,6 +67,29 @@ class LandlockTest {
     }
 
     @Test
+    void olderAbiFailsARequiredPlanAndIsReportedForABestEffortOne() throws Exception {
+        LaunchPlan required = Launches.bash("true").build();
+        LinuxException e = CapabilitiesTest.onFreshThread(() -> assertThrows(LinuxException.class,
+                () -> WorkloadLauncher.applyLandlock(required, 3)));
+        assertEquals(Errno.EOPNOTSUPP, e.errno());
+        assertTrue(e.getMessage().contains("ABI 3"), e.getMessage());
+
+        LaunchPlan bestEffort = Launches.bash("true").landlock(LaunchPlan.Mode.BEST_EFFORT, java.util.List.of("/usr"),
+                java.util.List.of()).build();
+        LandlockOutcome outcome = CapabilitiesTest.onFreshThread(() -> {
+            ProcessControl.setNoNewPrivileges();
+            return WorkloadLauncher.applyLandlock(bestEffort, 3);
+        });
+        assertTrue(outcome.enforced());
+        assertEquals(Landlock.fsRights(3), outcome.handledFs());
+        assertEquals(0, outcome.scopes());
+        assertTrue(!outcome.complete(), "the parent sees the downgrade: " + outcome);
+
+        LandlockOutcome none = WorkloadLauncher.applyLandlock(bestEffort, 0);
+        assertTrue(!none.enforced() && !none.complete(), none.toString());
+    }
+
+    @Test
     void fileRuleDropsDirectoryOnlyRights(@TempDir Path dir) throws Exception {
         Path file = Files.writeString(dir.resolve("f.txt"), "x");
         try (Landlock.Ruleset ruleset = Landlock.create(Landlock.fsRights(Landlock.abiVersion()), 0, 0)) {
