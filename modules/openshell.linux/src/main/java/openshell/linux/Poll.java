@@ -27,28 +27,33 @@ final class Poll {
      * @return the returned events, 0 on timeout
      */
     static int events(int fd, Duration timeout, String call) {
-        long deadline = System.nanoTime() + timeout.toNanos();
         try (Memory pollfd = new Memory(8)) {
-            while (true) {
-                long remaining = Math.max(0, deadline - System.nanoTime());
-                int millis = (int) Math.min(Integer.MAX_VALUE, (remaining + 999_999) / 1_000_000);
-                pollfd.setInt(0, fd);
-                pollfd.setShort(4, POLLIN);
-                pollfd.setShort(6, (short) 0);
-                int rc = LibC.poll(LibC.address(pollfd), 1, millis);
-                if (rc > 0) {
-                    return pollfd.getShort(6) & 0xffff;
+            return events(fd, timeout, call, pollfd);
+        }
+    }
+
+    /** As {@link #events(int, Duration, String)} with a caller-owned 8-byte {@code struct pollfd}. */
+    static int events(int fd, Duration timeout, String call, Memory pollfd) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (true) {
+            long remaining = Math.max(0, deadline - System.nanoTime());
+            int millis = (int) Math.min(Integer.MAX_VALUE, (remaining + 999_999) / 1_000_000);
+            pollfd.setInt(0, fd);
+            pollfd.setShort(4, POLLIN);
+            pollfd.setShort(6, (short) 0);
+            int rc = LibC.poll(LibC.address(pollfd), 1, millis);
+            if (rc > 0) {
+                return pollfd.getShort(6) & 0xffff;
+            }
+            if (rc == 0) {
+                if (System.nanoTime() - deadline >= 0) {
+                    return 0;
                 }
-                if (rc == 0) {
-                    if (System.nanoTime() - deadline >= 0) {
-                        return 0;
-                    }
-                    continue;
-                }
-                int errno = LibC.errno();
-                if (errno != Errno.EINTR) {
-                    throw LinuxException.of(call, errno);
-                }
+                continue;
+            }
+            int errno = LibC.errno();
+            if (errno != Errno.EINTR) {
+                throw LinuxException.of(call, errno);
             }
         }
     }

@@ -32,6 +32,7 @@ public final class SeccompListener implements AutoCloseable {
     private final Memory response = new Memory(64);
     private final long responseAddress = LibC.address(response);
     private final ByteBuffer responseView = response.getByteBuffer(0, 64).order(ByteOrder.nativeOrder());
+    private final Memory pollfd = new Memory(8);
     private final Memory scratch = new Memory(64);
     private final long scratchAddress = LibC.address(scratch);
     private final ByteBuffer scratchView = scratch.getByteBuffer(0, 64).order(ByteOrder.nativeOrder());
@@ -85,7 +86,10 @@ public final class SeccompListener implements AutoCloseable {
      * @return what happened
      */
     public Pending awaitPending(Duration timeout) {
-        int events = Poll.events(fd.value(), timeout, "poll(seccomp listener)");
+        int events;
+        synchronized (pollfd) {
+            events = Poll.events(fd.value(), timeout, "poll(seccomp listener)", pollfd);
+        }
         if ((events & Poll.POLLIN) != 0) {
             return Pending.NOTIFICATION;
         }

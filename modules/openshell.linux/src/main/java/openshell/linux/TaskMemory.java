@@ -31,6 +31,7 @@ public final class TaskMemory {
     private final long bufferAddress = LibC.address(buffer);
     private final Memory iov = new Memory(32);
     private final long iovAddress = LibC.address(iov);
+    private final java.nio.ByteBuffer iovView = iov.getByteBuffer(0, 32).order(java.nio.ByteOrder.nativeOrder());
 
     private TaskMemory(Mechanism mechanism) {
         this.mechanism = mechanism;
@@ -95,10 +96,7 @@ public final class TaskMemory {
         checkLength(length, destination.length);
         long n;
         if (mechanism == Mechanism.PROCESS_VM) {
-            iov.setLong(0, bufferAddress);
-            iov.setLong(8, length);
-            iov.setLong(16, address);
-            iov.setLong(24, length);
+            iovView.putLong(0, bufferAddress).putLong(8, length).putLong(16, address).putLong(24, length);
             n = LibC.check(LibC.syscall(LibC.SYS_PROCESS_VM_READV, tid, iovAddress, 1, iovAddress + 16, 1, 0),
                     "process_vm_readv");
         } else {
