@@ -172,6 +172,36 @@ class ProcessAndSocketTest {
     }
 
     @Test
+    void probingPicksProcMemWhereDockersDefaultProfileRefusesProcessVmReadvAndPidfdGetfd() throws Exception {
+        // Docker's default profile answers these two with EPERM; the same filter on one thread
+        // reproduces that, and the probes must notice it rather than assume.
+        BpfProgram dockerLike = BpfProgram.builder()
+                .loadNr()
+                .jumpIfEqual((int) LibC.SYS_PROCESS_VM_READV, "eperm")
+                .jumpIfEqual((int) LibC.SYS_PIDFD_GETFD, "eperm")
+                .ret(Seccomp.RET_ALLOW)
+                .label("eperm")
+                .ret(Seccomp.errno(Errno.EPERM))
+                .build();
+        KernelFeatures features = CapabilitiesTest.onFreshThread(() -> {
+            ProcessControl.setNoNewPrivileges();
+            Seccomp.install(dockerLike);
+            return KernelFeatures.probe();
+        });
+        assertFalse(features.processVmReadv());
+        assertFalse(features.pidfdGetfd());
+        assertTrue(features.procMem());
+        assertEquals(Optional.of(TaskMemory.Mechanism.PROC_MEM), features.taskMemory());
+        assertTrue(features.lacking().contains("process_vm_readv refused (task memory via /proc/<pid>/mem)"), features.lacking().toString());
+        TaskMemory.Mechanism picked = CapabilitiesTest.onFreshThread(() -> {
+            ProcessControl.setNoNewPrivileges();
+            Seccomp.install(dockerLike);
+            return TaskMemory.probe().mechanism();
+        });
+        assertEquals(TaskMemory.Mechanism.PROC_MEM, picked);
+    }
+
+    @Test
     void kernelProbeReportsWhatThisMachineHas() {
         KernelFeatures features = KernelFeatures.probe();
         assertEquals(7, features.landlockAbi());
