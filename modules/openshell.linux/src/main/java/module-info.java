@@ -34,7 +34,10 @@
  * --enable-native-access=com.sun.jna}. The build unpacks the library from the {@code jna-jpms}
  * jar into {@code target/jna/com/sun/jna/linux-x86-64} (maven-dependency-plugin) for tests; the
  * runtime image copies the same file into its read-only {@code lib/} directory and passes that
- * directory ({@code LauncherProcess.Command} does this for the launcher JVM).
+ * directory ({@code LauncherProcess.Command} does this for the launcher JVM). The launcher also
+ * runs with {@code -Djna.platform.library.path=} (empty): otherwise JNA's {@code NativeLibrary}
+ * runs {@code /sbin/ldconfig -p} as a child process to build a search path, which costs ~100 ms
+ * of every cold start; libc is opened by its soname and needs no search path.
  *
  * <h2>Limits</h2>
  * <table>

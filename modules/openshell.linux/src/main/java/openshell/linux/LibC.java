@@ -31,12 +31,7 @@ final class LibC {
     static final long SYS_SETGROUPS = 116;
 
     static {
-        // Without this property JNA's NativeLibrary runs "/sbin/ldconfig -p" in a child process to
-        // build a search path (~100 ms, and a launcher must not run helpers). libc is opened by its
-        // soname, which the dynamic linker resolves itself.
-        if (System.getProperty("jna.platform.library.path") == null) {
-            System.setProperty("jna.platform.library.path", "");
-        }
+        // By soname: the dynamic linker resolves it, with or without JNA's search path.
         Native.register(LibC.class, NativeLibrary.getInstance("libc.so.6"));
     }
 

@@ -54,6 +54,11 @@ public final class WorkloadLauncher {
      * @param args ignored; everything comes in the plan
      */
     public static void main(String[] args) {
+        // Unset, JNA builds a library search path by running "/sbin/ldconfig -p" as a child
+        // process (~100 ms); the launcher needs only libc, by soname, and runs no helpers.
+        if (System.getProperty("jna.platform.library.path") == null) {
+            System.setProperty("jna.platform.library.path", "");
+        }
         // A normal exit (not halt) so that a training run can write the JDK's AOT cache.
         System.exit(run(PLAN_FD));
     }
