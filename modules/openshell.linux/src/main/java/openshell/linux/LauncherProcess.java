@@ -197,6 +197,15 @@ public final class LauncherProcess implements AutoCloseable {
         return new LaunchResult.Failed(step, errno, detail);
     }
 
+    /**
+     * Refuses the launch instead of acknowledging it (for example after an incomplete
+     * {@link LandlockOutcome}): the launcher sees the plan socket close and exits with
+     * {@link WorkloadLauncher#FAILURE_EXIT}; the target never runs.
+     */
+    public void withdraw() {
+        socket.close();
+    }
+
     /** Kills the launcher or the target it became. */
     public void kill() {
         process.pidfd().signal(9);
