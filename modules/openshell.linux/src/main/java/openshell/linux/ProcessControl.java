@@ -1,0 +1,86 @@
+package openshell.linux;
+
+/**
+ * {@code prctl} switches. Most are per-thread: no_new_privs set here binds the calling thread and
+ * what it {@code execve}s, not the JVM's other threads; the parent-death signal fires when the
+ * <em>thread</em> that created the child exits. Subreaper and dumpable are per-process.
+ */
+public final class ProcessControl {
+    static final int PR_SET_PDEATHSIG = 1;
+    static final int PR_GET_PDEATHSIG = 2;
+    static final int PR_GET_DUMPABLE = 3;
+    static final int PR_SET_DUMPABLE = 4;
+    static final int PR_SET_KEEPCAPS = 8;
+    static final int PR_SET_CHILD_SUBREAPER = 36;
+    static final int PR_GET_CHILD_SUBREAPER = 37;
+    static final int PR_SET_NO_NEW_PRIVS = 38;
+    static final int PR_GET_NO_NEW_PRIVS = 39;
+
+    private ProcessControl() {
+    }
+
+    static long prctl(int option, long a2, long a3, long a4, long a5, String call) {
+        return LibC.check(LibC.syscall(LibC.SYS_PRCTL, option, a2, a3, a4, a5, 0), call);
+    }
+
+    /** Sets no_new_privs on the calling thread; it cannot be unset. */
+    public static void setNoNewPrivileges() {
+        prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, "prctl(PR_SET_NO_NEW_PRIVS)");
+    }
+
+    /** @return whether the calling thread has no_new_privs */
+    public static boolean noNewPrivileges() {
+        return prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0, "prctl(PR_GET_NO_NEW_PRIVS)") == 1;
+    }
+
+    /**
+     * Sets the dumpable flag (0 keeps {@code /proc/<pid>} files root-owned and blocks ptrace by
+     * same-uid processes).
+     *
+     * @param dumpable the value
+     */
+    public static void setDumpable(boolean dumpable) {
+        prctl(PR_SET_DUMPABLE, dumpable ? 1 : 0, 0, 0, 0, "prctl(PR_SET_DUMPABLE)");
+    }
+
+    /** @return the dumpable flag */
+    public static boolean dumpable() {
+        return prctl(PR_GET_DUMPABLE, 0, 0, 0, 0, "prctl(PR_GET_DUMPABLE)") != 0;
+    }
+
+    /**
+     * Makes this process reap orphaned descendants (so the sandbox runtime sees every exit).
+     *
+     * @param subreaper the value
+     */
+    public static void setChildSubreaper(boolean subreaper) {
+        prctl(PR_SET_CHILD_SUBREAPER, subreaper ? 1 : 0, 0, 0, 0, "prctl(PR_SET_CHILD_SUBREAPER)");
+    }
+
+    /** @return whether this process is a child subreaper */
+    public static boolean childSubreaper() {
+        try (com.sun.jna.Memory value = new com.sun.jna.Memory(4)) {
+            value.setInt(0, 0);
+            prctl(PR_GET_CHILD_SUBREAPER, LibC.address(value), 0, 0, 0, "prctl(PR_GET_CHILD_SUBREAPER)");
+            return value.getInt(0) != 0;
+        }
+    }
+
+    /**
+     * Sets the signal the calling thread gets when its parent thread exits (0 clears it).
+     *
+     * @param signal the signal number
+     */
+    public static void setParentDeathSignal(int signal) {
+        prctl(PR_SET_PDEATHSIG, signal, 0, 0, 0, "prctl(PR_SET_PDEATHSIG)");
+    }
+
+    /** @return the parent-death signal of the calling thread, 0 if none */
+    public static int parentDeathSignal() {
+        try (com.sun.jna.Memory value = new com.sun.jna.Memory(4)) {
+            value.setInt(0, 0);
+            prctl(PR_GET_PDEATHSIG, LibC.address(value), 0, 0, 0, "prctl(PR_GET_PDEATHSIG)");
+            return value.getInt(0);
+        }
+    }
+}
