@@ -15,13 +15,9 @@ import java.sql.DriverManager;
 import java.sql.ResultSet;
 import java.time.Instant;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.stream.Stream;
 
 import openshell.gateway.GatewayException;
 import openshell.gateway.GatewayException.Reason;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -29,36 +25,10 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 /** Providers on both databases: values sealed at rest, never listed, bound to the right key and name. */
 class ProviderStoreTest {
-    private static PostgresServer postgres;
-    private static final AtomicInteger DATABASES = new AtomicInteger();
     private static final byte[] SECRET = "ghp_reallySecretValue123".getBytes(StandardCharsets.UTF_8);
 
     @TempDir
     static Path state;
-
-    @BeforeAll
-    static void startPostgres() throws Exception {
-        postgres = PostgresServer.start();
-    }
-
-    @AfterAll
-    static void stopPostgres() throws Exception {
-        if (postgres != null) {
-            postgres.close();
-        }
-    }
-
-    static Stream<SandboxStoreTest.Database> databases() {
-        return Stream.of(SandboxStoreTest.Database.values());
-    }
-
-    static StoreConfig fresh(SandboxStoreTest.Database db) throws Exception {
-        int n = DATABASES.incrementAndGet();
-        return switch (db) {
-            case H2 -> StoreConfig.embedded(Files.createDirectories(state.resolve("h2-" + n)));
-            case POSTGRESQL -> postgres.freshDatabase("openshell_providers_" + n);
-        };
-    }
 
     static ProviderRecord github() {
         return new ProviderRecord("github", "GITHUB_TOKEN", List.of("api.github.com", "*.githubusercontent.com"),
@@ -71,9 +41,9 @@ class ProviderStoreTest {
     }
 
     @ParameterizedTest
-    @MethodSource("databases")
-    void valuesAreSealedAtRestAndOnlySecretOpensThem(SandboxStoreTest.Database db) throws Exception {
-        StoreConfig config = fresh(db);
+    @MethodSource("openshell.gateway.store.TestDatabases#all")
+    void valuesAreSealedAtRestAndOnlySecretOpensThem(TestDatabases.Database db) throws Exception {
+        StoreConfig config = TestDatabases.fresh(db);
         try (SandboxStore store = SandboxStore.open(config)) {
             assertEquals(2, store.schemaVersion());
             ProviderStore providers = store.providers(box("key-" + db));
@@ -91,9 +61,9 @@ class ProviderStoreTest {
     }
 
     @ParameterizedTest
-    @MethodSource("databases")
-    void anotherKeyOrAnotherRowCannotOpenAValue(SandboxStoreTest.Database db) throws Exception {
-        StoreConfig config = fresh(db);
+    @MethodSource("openshell.gateway.store.TestDatabases#all")
+    void anotherKeyOrAnotherRowCannotOpenAValue(TestDatabases.Database db) throws Exception {
+        StoreConfig config = TestDatabases.fresh(db);
         try (SandboxStore store = SandboxStore.open(config)) {
             ProviderStore providers = store.providers(box("key-a-" + db));
             providers.create(github(), SECRET.clone());
@@ -112,9 +82,9 @@ class ProviderStoreTest {
     }
 
     @ParameterizedTest
-    @MethodSource("databases")
-    void boundsAndConflicts(SandboxStoreTest.Database db) throws Exception {
-        try (SandboxStore store = SandboxStore.open(fresh(db))) {
+    @MethodSource("openshell.gateway.store.TestDatabases#all")
+    void boundsAndConflicts(TestDatabases.Database db) throws Exception {
+        try (SandboxStore store = SandboxStore.open(TestDatabases.fresh(db))) {
             ProviderStore providers = store.providers(box("key-c-" + db));
             providers.create(github(), new byte[ProviderRecord.MAX_SECRET_BYTES]);
             assertEquals(Reason.CONFLICT, assertThrows(GatewayException.class,

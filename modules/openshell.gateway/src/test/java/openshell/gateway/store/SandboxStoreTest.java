@@ -20,8 +20,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.stream.Stream;
 
 import openshell.driver.DialDirection;
 import openshell.driver.Provisioned;
@@ -31,46 +29,12 @@ import openshell.isolation.BackendKey;
 import openshell.isolation.SandboxId;
 import openshell.isolation.SandboxSessionId;
 import openshell.isolation.TopologyDescriptor;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /** The store against both databases it supports: embedded H2 and a real PostgreSQL server. */
 class SandboxStoreTest {
-    private static PostgresServer postgres;
-    private static final AtomicInteger DATABASES = new AtomicInteger();
-
-    @TempDir
-    static Path state;
-
-    enum Database { H2, POSTGRESQL }
-
-    @BeforeAll
-    static void startPostgres() throws Exception {
-        postgres = PostgresServer.start();
-    }
-
-    @AfterAll
-    static void stopPostgres() throws Exception {
-        if (postgres != null) {
-            postgres.close();
-        }
-    }
-
-    static Stream<Database> databases() {
-        return Stream.of(Database.values());
-    }
-
-    static StoreConfig fresh(Database db) throws Exception {
-        int n = DATABASES.incrementAndGet();
-        return switch (db) {
-            case H2 -> StoreConfig.embedded(Files.createDirectories(state.resolve("h2-" + n)));
-            case POSTGRESQL -> postgres.freshDatabase("openshell_test_" + n);
-        };
-    }
 
     static SandboxRecord record(String id, String name) {
         Instant now = Instant.now().truncatedTo(ChronoUnit.MILLIS);
@@ -82,9 +46,9 @@ class SandboxStoreTest {
     }
 
     @ParameterizedTest
-    @MethodSource("databases")
-    void migratesOnceAndReopensIdempotently(Database db) throws Exception {
-        StoreConfig config = fresh(db);
+    @MethodSource("openshell.gateway.store.TestDatabases#all")
+    void migratesOnceAndReopensIdempotently(TestDatabases.Database db) throws Exception {
+        StoreConfig config = TestDatabases.fresh(db);
         try (SandboxStore store = SandboxStore.open(config)) {
             assertEquals(Migration.ALL.getLast().version(), store.schemaVersion());
         }
@@ -95,9 +59,9 @@ class SandboxStoreTest {
     }
 
     @ParameterizedTest
-    @MethodSource("databases")
-    void recordsRoundTripAndSurviveARestart(Database db) throws Exception {
-        StoreConfig config = fresh(db);
+    @MethodSource("openshell.gateway.store.TestDatabases#all")
+    void recordsRoundTripAndSurviveARestart(TestDatabases.Database db) throws Exception {
+        StoreConfig config = TestDatabases.fresh(db);
         SandboxRecord a = record("sb-a", "alpha");
         SandboxRecord b = record("sb-b", "beta");
         try (SandboxStore store = SandboxStore.open(config)) {
@@ -114,9 +78,9 @@ class SandboxStoreTest {
     }
 
     @ParameterizedTest
-    @MethodSource("databases")
-    void duplicateIdOrNameIsRefusedAndChangesNothing(Database db) throws Exception {
-        try (SandboxStore store = SandboxStore.open(fresh(db))) {
+    @MethodSource("openshell.gateway.store.TestDatabases#all")
+    void duplicateIdOrNameIsRefusedAndChangesNothing(TestDatabases.Database db) throws Exception {
+        try (SandboxStore store = SandboxStore.open(TestDatabases.fresh(db))) {
             SandboxRecord a = store.create(record("sb-a", "alpha"));
             assertEquals(Reason.CONFLICT, assertThrows(GatewayException.class,
                     () -> store.create(record("sb-a", "other"))).reason());
@@ -127,9 +91,9 @@ class SandboxStoreTest {
     }
 
     @ParameterizedTest
-    @MethodSource("databases")
-    void updateIsConditionalOnTheVersionRead(Database db) throws Exception {
-        try (SandboxStore store = SandboxStore.open(fresh(db))) {
+    @MethodSource("openshell.gateway.store.TestDatabases#all")
+    void updateIsConditionalOnTheVersionRead(TestDatabases.Database db) throws Exception {
+        try (SandboxStore store = SandboxStore.open(TestDatabases.fresh(db))) {
             SandboxRecord v1 = store.create(record("sb-a", "alpha"));
             SandboxRecord v2 = store.update(v1.withState(SandboxState.RUNNING));
             assertEquals(2, v2.version());
@@ -145,9 +109,9 @@ class SandboxStoreTest {
     }
 
     @ParameterizedTest
-    @MethodSource("databases")
-    void generationsAndEpochNeverGoBack(Database db) throws Exception {
-        try (SandboxStore store = SandboxStore.open(fresh(db))) {
+    @MethodSource("openshell.gateway.store.TestDatabases#all")
+    void generationsAndEpochNeverGoBack(TestDatabases.Database db) throws Exception {
+        try (SandboxStore store = SandboxStore.open(TestDatabases.fresh(db))) {
             SandboxRecord r = store.create(record("sb-a", "alpha"));
             r = store.advanceEpoch(r.id(), 1);
             r = store.advanceEpoch(r.id(), 2);
@@ -176,9 +140,9 @@ class SandboxStoreTest {
     }
 
     @ParameterizedTest
-    @MethodSource("databases")
-    void twoReplicasRacingForTheEpochWinOneStepEach(Database db) throws Exception {
-        StoreConfig config = fresh(db);
+    @MethodSource("openshell.gateway.store.TestDatabases#all")
+    void twoReplicasRacingForTheEpochWinOneStepEach(TestDatabases.Database db) throws Exception {
+        StoreConfig config = TestDatabases.fresh(db);
         try (SandboxStore replicaA = SandboxStore.open(config); SandboxStore replicaB = SandboxStore.open(config)) {
             SandboxRecord r = replicaA.create(record("sb-a", "alpha"));
             int contenders = 8;
@@ -215,9 +179,9 @@ class SandboxStoreTest {
     }
 
     @ParameterizedTest
-    @MethodSource("databases")
-    void aNewerSchemaIsRefusedNotWritten(Database db) throws Exception {
-        StoreConfig config = fresh(db);
+    @MethodSource("openshell.gateway.store.TestDatabases#all")
+    void aNewerSchemaIsRefusedNotWritten(TestDatabases.Database db) throws Exception {
+        StoreConfig config = TestDatabases.fresh(db);
         SandboxStore.open(config).close();
         try (Connection c = DriverManager.getConnection(config.jdbcUrl(), config.username(), config.password())) {
             c.createStatement().execute("INSERT INTO openshell_schema (version, description, applied_at) "
@@ -229,9 +193,9 @@ class SandboxStoreTest {
     }
 
     @ParameterizedTest
-    @MethodSource("databases")
-    void createIsRefusedAtTheSandboxBound(Database db) throws Exception {
-        StoreConfig config = fresh(db);
+    @MethodSource("openshell.gateway.store.TestDatabases#all")
+    void createIsRefusedAtTheSandboxBound(TestDatabases.Database db) throws Exception {
+        StoreConfig config = TestDatabases.fresh(db);
         try (SandboxStore store = SandboxStore.open(config)) {
             try (Connection c = DriverManager.getConnection(config.jdbcUrl(), config.username(), config.password())) {
                 c.setAutoCommit(false);
@@ -261,9 +225,9 @@ class SandboxStoreTest {
     }
 
     @ParameterizedTest
-    @MethodSource("databases")
-    void policyDocumentAtTheBoundIsStored(Database db) throws Exception {
-        try (SandboxStore store = SandboxStore.open(fresh(db))) {
+    @MethodSource("openshell.gateway.store.TestDatabases#all")
+    void policyDocumentAtTheBoundIsStored(TestDatabases.Database db) throws Exception {
+        try (SandboxStore store = SandboxStore.open(TestDatabases.fresh(db))) {
             String atBound = "#".repeat(SandboxRecord.MAX_POLICY_BYTES);
             SandboxRecord r = store.create(record("sb-a", "alpha"));
             SandboxRecord stored = store.update(r.withPolicy(2, atBound));
