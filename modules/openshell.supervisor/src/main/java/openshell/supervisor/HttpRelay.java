@@ -49,13 +49,13 @@ final class HttpRelay {
         HttpInput fromUpstream = new HttpInput(upstreamIn, bufferBytes);
         OutputStream toWorkload = workload.output();
         byte[] buf = new byte[bufferBytes];
-        Destination where = relay.admission().destination();
+        Destination admitted = relay.admission().destination();
         while (!relay.closed()) {
             HttpHead request;
             try {
                 request = HttpParser.readRequest(fromWorkload);
             } catch (HttpParseException e) {
-                mediation.auditRequest(relay, null, null, "deny", "MALFORMED_REQUEST", e.getMessage(), 0);
+                mediation.auditRequest(relay, admitted, null, null, "deny", "MALFORMED_REQUEST", e.getMessage(), 0);
                 refuse(toWorkload, e.status(), "MALFORMED_REQUEST", null, e.getMessage(), true);
                 return;
             }
@@ -64,17 +64,17 @@ final class HttpRelay {
             }
             long started = System.nanoTime();
             Optional<PolicyGeneration> generation = mediation.policies().current();
-            Decision decision;
-            String hostProblem = hostProblem(request.host(), where);
-            if (hostProblem != null) {
-                mediation.auditRequest(relay, request, null, "deny", "HOST_MISMATCH", hostProblem, System.nanoTime() - started);
-                refuse(toWorkload, 403, "HOST_MISMATCH", null, hostProblem, true);
+            Target target = target(request.host(), admitted, mediation.pins());
+            if (target.problem() != null) {
+                mediation.auditRequest(relay, admitted, request, null, "deny", "HOST_MISMATCH", target.problem(), System.nanoTime() - started);
+                refuse(toWorkload, 403, "HOST_MISMATCH", null, target.problem(), true);
                 return;
             }
-            decision = generation.isEmpty() ? mediation.policies().denyAll()
+            Destination where = target.destination();
+            Decision decision = generation.isEmpty() ? mediation.policies().denyAll()
                     : generation.get().decideRequest(relay.admission().identity(), where, request.method(), request.target());
             if (decision instanceof Decision.Deny deny) {
-                mediation.auditRequest(relay, request, decision, null, null, null, System.nanoTime() - started);
+                mediation.auditRequest(relay, where, request, decision, null, null, null, System.nanoTime() - started);
                 boolean close = request.hasBody() || !request.keepAlive();
                 refuse(toWorkload, 403, deny.cause().name(), deny.rule().map(r -> r.path()).orElse(null), deny.reason(), close);
                 if (close) {
@@ -86,7 +86,7 @@ final class HttpRelay {
             if (sub.refusedProvider().isPresent()) {
                 String why = "the placeholder of credential '" + sub.refusedProvider().get()
                         + "' may not be sent to " + where.host().orElse("this address");
-                mediation.auditRequest(relay, request, null, "deny", "CREDENTIAL_NOT_BOUND", why, System.nanoTime() - started);
+                mediation.auditRequest(relay, where, request, null, "deny", "CREDENTIAL_NOT_BOUND", why, System.nanoTime() - started);
                 boolean close = request.hasBody() || !request.keepAlive();
                 refuse(toWorkload, 403, "CREDENTIAL_NOT_BOUND", null, why, close);
                 if (close) {
@@ -94,7 +94,7 @@ final class HttpRelay {
                 }
                 continue;
             }
-            mediation.auditRequest(relay, request, decision, null, null, null, System.nanoTime() - started);
+            mediation.auditRequest(relay, where, request, decision, null, null, null, System.nanoTime() - started);
             List<HttpHead.Header> headers = new ArrayList<>(sub.headers().size());
             for (HttpHead.Header h : sub.headers()) {
                 if (!h.name().equalsIgnoreCase("expect")) {
@@ -141,23 +141,29 @@ final class HttpRelay {
         return null;
     }
 
+    /** The destination a request is decided on, or why its Host header is refused. */
+    record Target(Destination destination, String problem) {
+    }
+
     /**
      * Checks the Host header against the admitted destination, so a request cannot claim another
-     * virtual host (and so other rules or credentials) than the name its connection was admitted for.
+     * virtual host (and so other rules or credentials) than a name this supervisor pinned to the
+     * connection's address. Another name pinned to the same address (an alias or CDN address
+     * shared by several names) is accepted, and the request is then decided on that name.
      */
-    static String hostProblem(String hostHeader, Destination where) {
+    static Target target(String hostHeader, Destination where, DnsPins pins) {
         String name = hostHeader;
         int port = -1;
         if (name.startsWith("[")) {
             int close = name.indexOf(']');
             if (close < 0) {
-                return "the Host header is malformed";
+                return new Target(null, "the Host header is malformed");
             }
             String rest = name.substring(close + 1);
             name = name.substring(1, close);
             if (!rest.isEmpty()) {
                 if (!rest.startsWith(":")) {
-                    return "the Host header is malformed";
+                    return new Target(null, "the Host header is malformed");
                 }
                 port = port(rest.substring(1));
             }
@@ -169,20 +175,29 @@ final class HttpRelay {
             }
         }
         if (port == -2 || (port >= 0 && port != where.port())) {
-            return "the Host header names another port than the connection's " + where.port();
+            return new Target(null, "the Host header names another port than the connection's " + where.port());
         }
         name = name.toLowerCase(Locale.ROOT);
         if (name.endsWith(".")) {
             name = name.substring(0, name.length() - 1);
         }
-        if (where.host().isPresent()) {
-            return name.equals(where.host().get()) ? null
-                    : "the Host header does not name " + where.host().get() + ", which the connection was admitted for";
-        }
         InetAddress address = where.address().orElseThrow();
+        if (where.host().isPresent()) {
+            if (name.equals(where.host().get())) {
+                return new Target(where, null);
+            }
+            for (DnsPins.Pin pin : pins.namesFor(address)) {
+                if (pin.name().equals(name)) {
+                    return new Target(pin.aliased() ? Destination.aliased(name, address, where.port())
+                            : Destination.of(name, address, where.port()), null);
+                }
+            }
+            return new Target(null, "the Host header does not name " + where.host().get()
+                    + " or another name this supervisor resolved to the connection's address");
+        }
         String literal = address.getHostAddress();
-        return name.equals(literal) || sameAddress(name, address) ? null
-                : "the Host header does not name " + literal + ", which the connection was admitted for";
+        return name.equals(literal) || sameAddress(name, address) ? new Target(where, null)
+                : new Target(null, "the Host header does not name " + literal + ", which the connection was admitted for");
     }
 
     private static boolean sameAddress(String name, InetAddress address) {

@@ -258,8 +258,8 @@ final class SandboxMediation implements AutoCloseable {
                 .destination(where.host().orElse(null), where.address().orElse(null), where.port()));
     }
 
-    void auditRequest(LiveRelay relay, HttpHead request, Decision decision, String outcome, String cause, String reason,
-                      long nanos) {
+    void auditRequest(LiveRelay relay, Destination where, HttpHead request, Decision decision, String outcome, String cause,
+                      String reason, long nanos) {
         AuditLine line = AuditLine.of(clock.instant(), sandbox.value(), "request", policies.number());
         if (decision != null) {
             line.decision(decision);
@@ -269,7 +269,6 @@ final class SandboxMediation implements AutoCloseable {
         if (request != null) {
             line.request(request.method(), request.target());
         }
-        Destination where = relay.admission().destination();
         line.identity(relay.admission().identity())
                 .destination(where.host().orElse(null), where.address().orElse(null), where.port());
         metrics.decision("request", decision != null ? (decision.allowed() ? "allow" : "deny") : outcome, nanos);
