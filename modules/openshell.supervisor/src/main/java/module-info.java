@@ -38,6 +38,9 @@
  * <tr><td>{@code HttpParser.MAX_CONTENT_LENGTH_DIGITS}</td><td>18 digits</td><td>400, connection closed</td></tr>
  * <tr><td>{@code HttpParser.MAX_STATUS_LINE_BYTES}</td><td>1024 (upstream)</td><td>502, connection closed</td></tr>
  * <tr><td>{@code HttpParser.MAX_INTERIM_RESPONSES}</td><td>8 (1xx) per request</td><td>connection closed</td></tr>
+ * <tr><td>{@code InterceptionAuthority.MAX_LEAF_CERTIFICATES}</td><td>256 cached leaves</td><td>the least recently used is dropped and re-issued on demand</td></tr>
+ * <tr><td>{@code InterceptionAuthority.CA_VALIDITY}</td><td>30 days</td><td>leaves end with the CA; a longer-lived sandbox must be restarted</td></tr>
+ * <tr><td>{@code InterceptionAuthority.LEAF_RENEW_BEFORE}</td><td>1 day</td><td>a cached leaf closer to expiry is re-issued</td></tr>
  * <tr><td>{@code HostAliases.MAX_ALIASES}</td><td>256</td><td>configuration refused</td></tr>
  * <tr><td>{@code Credentials.MAX_PROVIDERS}</td><td>64</td><td>configuration refused</td></tr>
  * <tr><td>{@code CredentialProvider.MAX_SECRET_BYTES}</td><td>8 KiB</td><td>configuration refused (value not echoed)</td></tr>
@@ -51,4 +54,6 @@ module openshell.supervisor {
     requires io.helidon.http;
     requires io.helidon.webserver;
     requires jakarta.json;
+    requires org.bouncycastle.pkix;
+    requires org.bouncycastle.provider;
 }

@@ -14,7 +14,6 @@ import java.util.Optional;
 import jakarta.json.Json;
 import jakarta.json.JsonObjectBuilder;
 import jakarta.json.JsonWriter;
-import openshell.isolation.ByteChannel;
 import openshell.policy.Decision;
 import openshell.policy.Destination;
 import openshell.policy.PolicyGeneration;
@@ -30,24 +29,37 @@ import openshell.policy.PolicyGeneration;
 final class HttpRelay {
     private final SandboxMediation mediation;
     private final LiveRelay relay;
-    private final ByteChannel workload;
+    private final InputStream workloadIn;
+    private final OutputStream workloadOut;
     private final InputStream upstreamIn;
     private final OutputStream upstreamOut;
+    private final boolean intercepted;
 
-    HttpRelay(SandboxMediation mediation, LiveRelay relay, ByteChannel workload, InputStream upstreamIn,
-              OutputStream upstreamOut) {
+    /**
+     * @param intercepted whether TLS was terminated here: the Host header must then name exactly
+     *                    the admitted host, the name the certificate was issued for
+     */
+    HttpRelay(SandboxMediation mediation, LiveRelay relay, InputStream workloadIn, OutputStream workloadOut,
+              InputStream upstreamIn, OutputStream upstreamOut, boolean intercepted) {
         this.mediation = mediation;
         this.relay = relay;
-        this.workload = workload;
+        this.workloadIn = workloadIn;
+        this.workloadOut = workloadOut;
         this.upstreamIn = upstreamIn;
         this.upstreamOut = upstreamOut;
+        this.intercepted = intercepted;
+    }
+
+    /** Answers the workload with a refusal without relaying anything (the upstream could not be reached). */
+    void refuseAll(int status, String cause, String reason) throws IOException {
+        refuse(workloadOut, status, cause, null, reason, true);
     }
 
     void run() throws IOException {
         int bufferBytes = mediation.relayBufferBytes();
-        HttpInput fromWorkload = new HttpInput(workload.input(), bufferBytes);
+        HttpInput fromWorkload = new HttpInput(workloadIn, bufferBytes);
         HttpInput fromUpstream = new HttpInput(upstreamIn, bufferBytes);
-        OutputStream toWorkload = workload.output();
+        OutputStream toWorkload = workloadOut;
         byte[] buf = new byte[bufferBytes];
         Destination admitted = relay.admission().destination();
         while (!relay.closed()) {
@@ -64,7 +76,7 @@ final class HttpRelay {
             }
             long started = System.nanoTime();
             Optional<PolicyGeneration> generation = mediation.policies().current();
-            Target target = target(request.host(), admitted, mediation.pins());
+            Target target = target(request.host(), admitted, intercepted ? null : mediation.pins());
             if (target.problem() != null) {
                 mediation.auditRequest(relay, admitted, request, null, "deny", "HOST_MISMATCH", target.problem(), System.nanoTime() - started);
                 refuse(toWorkload, 403, "HOST_MISMATCH", null, target.problem(), true);
@@ -149,7 +161,8 @@ final class HttpRelay {
      * Checks the Host header against the admitted destination, so a request cannot claim another
      * virtual host (and so other rules or credentials) than a name this supervisor pinned to the
      * connection's address. Another name pinned to the same address (an alias or CDN address
-     * shared by several names) is accepted, and the request is then decided on that name.
+     * shared by several names) is accepted, and the request is then decided on that name, unless
+     * {@code pins} is null (intercepted TLS: only the certificate's name).
      */
     static Target target(String hostHeader, Destination where, DnsPins pins) {
         String name = hostHeader;
@@ -186,7 +199,7 @@ final class HttpRelay {
             if (name.equals(where.host().get())) {
                 return new Target(where, null);
             }
-            for (DnsPins.Pin pin : pins.namesFor(address)) {
+            for (DnsPins.Pin pin : pins == null ? List.<DnsPins.Pin>of() : pins.namesFor(address)) {
                 if (pin.name().equals(name)) {
                     return new Target(pin.aliased() ? Destination.aliased(name, address, where.port())
                             : Destination.of(name, address, where.port()), null);

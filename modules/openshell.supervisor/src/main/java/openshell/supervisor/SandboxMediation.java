@@ -1,9 +1,13 @@
 package openshell.supervisor;
 
 import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.io.PushbackInputStream;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
+import java.security.NoSuchAlgorithmException;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
@@ -12,6 +16,12 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Semaphore;
+
+import javax.net.ssl.SNIHostName;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLEngine;
+import javax.net.ssl.SSLParameters;
+import javax.net.ssl.SSLSocket;
 
 import openshell.isolation.BackendException;
 import openshell.isolation.ByteChannel;
@@ -40,6 +50,8 @@ final class SandboxMediation implements AutoCloseable {
     static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(10);
     /** Bytes buffered per relay direction. */
     static final int RELAY_BUFFER_BYTES = 16 * 1024;
+    /** The first byte of a TLS connection (a handshake record), which switches inspection to interception. */
+    static final int TLS_HANDSHAKE_RECORD = 0x16;
     /** How often the accept loops wake to notice a close. */
     static final Duration ACCEPT_POLL = Duration.ofMillis(500);
 
@@ -56,6 +68,8 @@ final class SandboxMediation implements AutoCloseable {
     private final int maxActiveRelays;
     private final Set<LiveRelay> relays = ConcurrentHashMap.newKeySet();
     private final DnsPlane dns;
+    private final InterceptionAuthority authority;
+    private final SSLContext upstreamTlsContext;
     private volatile boolean running;
     private volatile NetworkMediationSource source;
     private Thread tcpLoop;
@@ -74,6 +88,12 @@ final class SandboxMediation implements AutoCloseable {
         this.relaySlots = new Semaphore(b.maxActiveRelays);
         this.maxActiveRelays = b.maxActiveRelays;
         this.dns = new DnsPlane(this, b.resolver, b.maxDnsInFlight);
+        this.authority = InterceptionAuthority.create(sandbox, clock);
+        try {
+            this.upstreamTlsContext = b.upstreamTls != null ? b.upstreamTls : SSLContext.getDefault();
+        } catch (NoSuchAlgorithmException e) {
+            throw new SupervisorException("no default TLS context for upstream connections", e);
+        }
     }
 
     static Builder builder() {
@@ -200,7 +220,7 @@ final class SandboxMediation implements AutoCloseable {
             }
             if (!relay.closed()) {
                 if (allow.inspection() == Inspection.HTTP) {
-                    new HttpRelay(this, relay, channel, upstream.getInputStream(), upstream.getOutputStream()).run();
+                    inspect(relay, channel, upstream, where);
                 } else {
                     OpaqueRelay.run(relay, channel, upstream, metrics, RELAY_BUFFER_BYTES);
                 }
@@ -211,6 +231,57 @@ final class SandboxMediation implements AutoCloseable {
             relays.remove(relay);
             relay.close();
             metrics.relayClosed();
+        }
+    }
+
+    /**
+     * Relays an inspected connection: plain HTTP as is, TLS (recognised by its first byte, a
+     * handshake record) terminated with a leaf of the sandbox's CA and re-encrypted upstream
+     * with normal verification of the admitted name.
+     */
+    private void inspect(LiveRelay relay, ByteChannel channel, Socket upstream, Destination where) throws IOException {
+        PushbackInputStream in = new PushbackInputStream(channel.input(), 1);
+        int first = in.read();
+        if (first < 0) {
+            return;
+        }
+        in.unread(first);
+        if (first != TLS_HANDSHAKE_RECORD) {
+            new HttpRelay(this, relay, in, channel.output(), upstream.getInputStream(), upstream.getOutputStream(), false).run();
+            return;
+        }
+        String name = where.host().orElseGet(() -> where.address().orElseThrow().getHostAddress());
+        SSLEngine engine = authority.serverContext(name).createSSLEngine();
+        engine.setUseClientMode(false);
+        TlsStreams workloadTls = new TlsStreams(engine, in, channel.output());
+        workloadTls.handshake();
+        SSLSocket upstreamTls;
+        try {
+            upstreamTls = (SSLSocket) upstreamTlsContext.getSocketFactory().createSocket(upstream, name, where.port(), true);
+            SSLParameters p = upstreamTls.getSSLParameters();
+            p.setEndpointIdentificationAlgorithm("HTTPS");
+            if (where.host().isPresent()) {
+                p.setServerNames(List.of(new SNIHostName(name)));
+            }
+            upstreamTls.setSSLParameters(p);
+            upstream.setSoTimeout((int) connectTimeout.toMillis());
+            upstreamTls.startHandshake();
+            upstream.setSoTimeout(0);
+        } catch (IOException e) {
+            HttpRelay failed = new HttpRelay(this, relay, workloadTls.input(), workloadTls.output(), InputStream.nullInputStream(),
+                    OutputStream.nullOutputStream(), true);
+            audit(AuditLine.of(clock.instant(), sandbox.value(), "tls", policies.number())
+                    .outcome("deny", "UPSTREAM_TLS", "TLS to " + name + " failed verification or handshake")
+                    .identity(relay.admission().identity()).destination(where.host().orElse(null),
+                            where.address().orElse(null), where.port()));
+            failed.refuseAll(502, "UPSTREAM_TLS", "TLS to " + name + " failed: " + e.getMessage());
+            return;
+        }
+        try {
+            new HttpRelay(this, relay, workloadTls.input(), workloadTls.output(), upstreamTls.getInputStream(),
+                    upstreamTls.getOutputStream(), true).run();
+        } finally {
+            workloadTls.closeOutbound();
         }
     }
 
@@ -302,6 +373,15 @@ final class SandboxMediation implements AutoCloseable {
         running = false;
     }
 
+    /** @return the sandbox's interception CA certificate, PEM, for the runtime to install in the workload's trust store */
+    String interceptionCaPem() {
+        return authority.caCertificatePem();
+    }
+
+    InterceptionAuthority authority() {
+        return authority;
+    }
+
     /** @return the number of live relays */
     int activeRelays() {
         return relays.size();
@@ -377,6 +457,7 @@ final class SandboxMediation implements AutoCloseable {
         private Duration connectTimeout = CONNECT_TIMEOUT;
         private int maxActiveRelays = MAX_ACTIVE_RELAYS;
         private int maxDnsInFlight = DnsPlane.MAX_IN_FLIGHT;
+        private SSLContext upstreamTls;
 
         private Builder() {
         }
@@ -445,6 +526,15 @@ final class SandboxMediation implements AutoCloseable {
                 throw new SupervisorException("maxDnsInFlight must be in 1.." + DnsPlane.MAX_IN_FLIGHT);
             }
             maxDnsInFlight = v;
+            return this;
+        }
+
+        /**
+         * Trusted configuration only: the TLS context upstream certificates are verified with
+         * (default: the JDK's, with its default trust store). Tests pass one trusting a test CA.
+         */
+        Builder upstreamTls(SSLContext v) {
+            upstreamTls = Objects.requireNonNull(v);
             return this;
         }
 
