@@ -37,6 +37,9 @@ final class HttpParser {
     /** Most interim (1xx) responses before the final one. */
     static final int MAX_INTERIM_RESPONSES = 8;
 
+    /** Headers that decide framing or routing; a look-alike spelled with '_' is refused. */
+    private static final java.util.Set<String> FRAMING_NAMES = java.util.Set.of("content-length", "transfer-encoding", "host");
+
     private HttpParser() {
     }
 
@@ -254,6 +257,10 @@ final class HttpParser {
             String name = line.substring(0, colon);
             if (!isToken(name)) {
                 throw new HttpParseException(400, "a header field name is not a token (whitespace before the colon?)");
+            }
+            if (name.indexOf('_') >= 0 && FRAMING_NAMES.contains(name.replace('_', '-').toLowerCase(Locale.ROOT))) {
+                // Some servers read '_' as '-': such a name could frame the body behind our back.
+                throw new HttpParseException(400, "a header name that some servers read as a framing header");
             }
             String value = line.substring(colon + 1).strip();
             for (int i = 0; i < value.length(); i++) {

@@ -67,6 +67,8 @@ class HttpParserTest {
             "GET /\u00e9 HTTP/1.1\r\nHost: a\r\n\r\n",
             "G(T / HTTP/1.1\r\nHost: a\r\n\r\n",
             "GET / HTTP/1.1\r\nHost: a\r\n: empty-name\r\n\r\n",
+            "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\nTransfer_Encoding: chunked\r\n\r\n",
+            "POST / HTTP/1.1\r\nHost: a\r\nContent_Length: 5\r\n\r\n",
     })
     void ambiguousOrMalformedRequestsAreRefused(String text) {
         assertEquals(400, refusal(text));

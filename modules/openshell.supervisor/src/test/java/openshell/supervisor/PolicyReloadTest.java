@@ -74,6 +74,30 @@ class PolicyReloadTest {
     }
 
     @Test
+    void requestsOnALiveConnectionAreDecidedByTheNewGeneration() throws Exception {
+        io.helidon.webserver.WebServer upstream = Fixture.httpUpstream();
+        try (Fixture f = Fixture.start(HttpMediationTest.restPolicy(upstream.port()),
+                b -> b.aliases(HostAliases.of(Fixture.aliasToLoopback("api.test", "other.test"))))) {
+            f.resolve(who("/usr/bin/curl"), "api.test");
+            try (Socket s = f.connect(who("/usr/bin/curl"), loopback(), upstream.port())) {
+                String get = "GET /repos/acme/x HTTP/1.1\r\nHost: api.test\r\n\r\n";
+                HttpInput in = new HttpInput(s.getInputStream(), 4096);
+                Fixture.send(s, get);
+                assertEquals(200, Fixture.read(in, "GET").status());
+                String stricter = HttpMediationTest.restPolicy(upstream.port())
+                        .replace("- {method: GET, path: /admin/**}", "- {method: GET, path: /repos/**}");
+                assertEquals(ReloadReport.Outcome.LOADED, f.policies.reload(stricter.getBytes(StandardCharsets.UTF_8)).outcome());
+                Fixture.send(s, get);
+                Fixture.Response r = Fixture.read(in, "GET");
+                assertEquals(403, r.status(), "the same connection, the new generation's rule");
+                assertTrue(r.body().contains("\"generation\":2"), r.body());
+            }
+        } finally {
+            upstream.stop();
+        }
+    }
+
+    @Test
     void invalidUpdateKeepsTheLastValidGeneration() throws Exception {
         try (Fixture.EchoServer echo = new Fixture.EchoServer();
              Fixture f = Fixture.start(tcpPolicy("echo.test", echo.port()),
