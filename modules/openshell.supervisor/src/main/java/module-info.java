@@ -14,6 +14,17 @@
  * local service on purpose. A policy reload is validated whole and swapped atomically; live relays
  * the new generation no longer allows are closed.
  *
+ * <h2>L7, TLS and credentials</h2>
+ * A {@code rest} connection is relayed one HTTP/1.1 request at a time (keep-alive and pipelining
+ * kept in order); each request is decided with the current generation, its Host header must name
+ * the admitted host, and anything ambiguous (request smuggling's material) is refused. A denial
+ * answers 403 with a JSON body naming the rule. TLS on such a connection is terminated with a leaf
+ * of the sandbox's own CA, created fresh per sandbox (its PEM is for the runtime to install in the
+ * workload's trust store), and re-encrypted upstream with normal verification of the admitted name
+ * against the JDK's default trust store. Credential placeholders in headers are replaced with the
+ * secret only on admitted requests to a host the credential is bound to; anywhere else the request
+ * is refused with 403. Secrets appear in no log, audit line or exception message.
+ *
  * <h2>Limits</h2>
  * <table>
  * <caption>Bounds owned by this module</caption>
