@@ -122,9 +122,12 @@ class DnsPlaneTest {
             byte[] r = f.source.query(who("/usr/bin/curl"), pointer).response.get(WAIT.toSeconds(), TimeUnit.SECONDS);
             assertEquals(DnsMessage.RCODE_FORMERR, r[3] & 0xf);
             assertEquals(9, DnsMessage.u16(r, 0));
-            byte[] atBound = new byte[DnsMessage.MAX_QUERY_BYTES + 1];
-            System.arraycopy(DnsMessage.query(10, "x.example.test", 1), 0, atBound, 0, 32);
-            byte[] tooBig = f.source.query(who("/usr/bin/curl"), atBound).response.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+            byte[] query = DnsMessage.query(10, "www.example.test", 1);
+            byte[] atBound = java.util.Arrays.copyOf(query, DnsMessage.MAX_QUERY_BYTES);
+            byte[] ok = f.source.query(who("/usr/bin/curl"), atBound).response.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+            assertEquals(DnsMessage.RCODE_NOERROR, ok[3] & 0xf, "a query of exactly the bound is answered");
+            byte[] overBound = java.util.Arrays.copyOf(query, DnsMessage.MAX_QUERY_BYTES + 1);
+            byte[] tooBig = f.source.query(who("/usr/bin/curl"), overBound).response.get(WAIT.toSeconds(), TimeUnit.SECONDS);
             assertEquals(DnsMessage.RCODE_FORMERR, tooBig[3] & 0xf);
         }
     }
@@ -157,7 +160,9 @@ class DnsPlaneTest {
     void atMaxInFlightTheNextQueryIsRefused() throws Exception {
         CountDownLatch release = new CountDownLatch(1);
         CountDownLatch entered = new CountDownLatch(1);
+        AtomicInteger calls = new AtomicInteger();
         HostResolver stuck = name -> {
+            calls.incrementAndGet();
             entered.countDown();
             try {
                 release.await(WAIT.toSeconds(), TimeUnit.SECONDS);
@@ -166,13 +171,24 @@ class DnsPlaneTest {
             }
             return List.of(InetAddress.ofLiteral("93.184.216.34"));
         };
-        try (Fixture f = Fixture.start(POLICY, b -> b.resolver(stuck).maxDnsInFlight(1))) {
-            TestMediationSource.Query first = f.source.query(who("/usr/bin/curl"), DnsMessage.query(1, "www.example.test", 1));
+        try (Fixture f = Fixture.start(POLICY, b -> b.resolver(stuck))) {
+            List<TestMediationSource.Query> held = new java.util.ArrayList<>();
+            for (int i = 0; i < DnsPlane.MAX_IN_FLIGHT; i++) {
+                held.add(f.source.query(who("/usr/bin/curl"), DnsMessage.query(i, "www.example.test", 1)));
+            }
             assertTrue(entered.await(WAIT.toSeconds(), TimeUnit.SECONDS));
-            TestMediationSource.Query second = f.source.query(who("/usr/bin/curl"), DnsMessage.query(2, "www.example.test", 1));
-            assertEquals(DenyReason.EXHAUSTED, second.refused.get(WAIT.toSeconds(), TimeUnit.SECONDS));
+            // The accept loop takes queries in order: once the last held one is resolving, the next is over the bound.
+            long deadline = System.nanoTime() + WAIT.toNanos();
+            while (calls.get() < DnsPlane.MAX_IN_FLIGHT && System.nanoTime() < deadline) {
+                Thread.sleep(5);
+            }
+            assertEquals(DnsPlane.MAX_IN_FLIGHT, calls.get());
+            TestMediationSource.Query over = f.source.query(who("/usr/bin/curl"), DnsMessage.query(999, "www.example.test", 1));
+            assertEquals(DenyReason.EXHAUSTED, over.refused.get(WAIT.toSeconds(), TimeUnit.SECONDS));
             release.countDown();
-            assertEquals(DnsMessage.RCODE_NOERROR, first.response.get(WAIT.toSeconds(), TimeUnit.SECONDS)[3] & 0xf);
+            for (TestMediationSource.Query q : held) {
+                assertEquals(DnsMessage.RCODE_NOERROR, q.response.get(WAIT.toSeconds(), TimeUnit.SECONDS)[3] & 0xf);
+            }
         }
     }
 

@@ -154,6 +154,48 @@ class TcpMediationTest {
     }
 
     @Test
+    void atTheDefaultMaxActiveRelaysTheNextOpenIsExhausted() throws Exception {
+        try (Fixture.EchoServer echo = new Fixture.EchoServer();
+             Fixture f = Fixture.start(tcpPolicy("echo.test", echo.port()),
+                     b -> b.aliases(HostAliases.of(Fixture.aliasToLoopback("echo.test"))))) {
+            f.resolve(who("/usr/bin/nc"), "echo.test");
+            List<Socket> open = new ArrayList<>();
+            try {
+                for (int i = 0; i < SandboxMediation.MAX_ACTIVE_RELAYS; i++) {
+                    open.add(f.connect(who("/usr/bin/nc"), loopback(), echo.port()));
+                }
+                assertEquals(DenyReason.EXHAUSTED, f.denied(who("/usr/bin/nc"), loopback(), echo.port()));
+                assertTrue(f.lastAudit("connect").contains("\"cause\":\"EXHAUSTED\""));
+            } finally {
+                for (Socket s : open) {
+                    s.close();
+                }
+            }
+        }
+    }
+
+    @Test
+    void auditLineCarriesDigestAndAncestors() throws Exception {
+        String digest = "ab".repeat(32);
+        IdentityResolution nc = new IdentityResolution.Resolved(new openshell.isolation.BinaryIdentity(
+                openshell.isolation.Executable.of("/usr/bin/nc", digest),
+                List.of(openshell.isolation.Executable.of("/bin/bash", "cd".repeat(32)), openshell.isolation.Executable.of("/sbin/init")),
+                List.of("nc", "echo.test", "SECRET-LOOKING-ARG")));
+        try (Fixture.EchoServer echo = new Fixture.EchoServer();
+             Fixture f = Fixture.start(tcpPolicy("echo.test", echo.port()),
+                     b -> b.aliases(HostAliases.of(Fixture.aliasToLoopback("echo.test"))))) {
+            f.resolve(nc, "echo.test");
+            f.connect(nc, loopback(), echo.port()).close();
+            String line = f.lastAudit("connect");
+            assertTrue(line.contains("\"binary\":{\"path\":\"/usr/bin/nc\",\"sha256\":\"" + digest + "\"}"), line);
+            assertTrue(line.contains("\"ancestors\":[{\"path\":\"/bin/bash\",\"sha256\":\"" + "cd".repeat(32)
+                    + "\"},{\"path\":\"/sbin/init\"}]"), line);
+            assertTrue(!line.contains("SECRET-LOOKING-ARG"), "the command line is not audited: " + line);
+            assertTrue(line.contains("\"time\":\"") && line.contains("\"address\":\"127.0.0.1\""), line);
+        }
+    }
+
+    @Test
     void upstreamThatDoesNotAnswerTimesOut() throws Exception {
         // A listener whose accept queue is full drops SYNs, so connect() waits: the bound must fire.
         try (ServerSocket full = new ServerSocket(0, 1, loopback());
