@@ -75,7 +75,7 @@ final class AuditLine {
         return this;
     }
 
-    /** The request's method and normalized-path-free target: the query string is cut off (it may hold tokens). */
+    /** The request's method and target without its query string (which may hold tokens). */
     AuditLine request(String method, String target) {
         int q = target.indexOf('?');
         json.add("method", method).add("path", q < 0 ? target : target.substring(0, q));
