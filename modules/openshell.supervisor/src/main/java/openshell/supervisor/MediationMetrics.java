@@ -97,7 +97,8 @@ final class MediationMetrics {
         long cumulative = 0;
         for (int i = 0; i < LATENCY_BUCKETS.length; i++) {
             cumulative += latency[i].sum();
-            s.append("openshell_decision_seconds_bucket{le=\"").append(LATENCY_BUCKETS[i]).append("\"} ")
+            s.append("openshell_decision_seconds_bucket{le=\"")
+                    .append(java.math.BigDecimal.valueOf(LATENCY_BUCKETS[i]).stripTrailingZeros().toPlainString()).append("\"} ")
                     .append(cumulative).append('\n');
         }
         cumulative += latency[LATENCY_BUCKETS.length].sum();

@@ -51,6 +51,7 @@ class AdminServerTest {
                 assertTrue(metrics.contains("openshell_relayed_bytes_total{direction=\"out\"} 1"), metrics);
                 assertTrue(metrics.contains("openshell_decision_seconds_count 3"), metrics);
                 assertTrue(metrics.contains("openshell_decision_seconds_bucket{le=\"+Inf\"} 3"), metrics);
+                assertTrue(metrics.contains("openshell_decision_seconds_bucket{le=\"0.0001\"} "), metrics);
             }
             f.mediation.close();
             Fixture.Response down = get(admin.port(), "/readyz");
