@@ -119,8 +119,11 @@ class HttpsInterceptionTest {
 
     private Fixture fixture(boolean trustUpstream) throws Exception {
         SSLContext upstreamTrust = trustUpstream ? trusting(upstreamCa.caCertificate()) : SSLContext.getDefault();
+        CredentialProvider gh = CredentialProvider.of("gh", "tls-secret-value".getBytes(StandardCharsets.US_ASCII),
+                java.util.Set.of("api.test"));
         Fixture f = Fixture.start(HttpMediationTest.restPolicy(upstream.getLocalPort()), b -> b
                 .aliases(HostAliases.of(Fixture.aliasToLoopback("api.test")))
+                .credentials(Credentials.of(List.of(gh)))
                 .upstreamTls(upstreamTrust));
         f.resolve(who("/usr/bin/curl"), "api.test");
         return f;
@@ -141,10 +144,16 @@ class HttpsInterceptionTest {
                 Fixture.Response denied = read(in, "GET");
                 assertEquals(403, denied.status());
                 assertTrue(denied.body().contains("deny_rules[1]"), denied.body());
-                send(tls, "GET /again HTTP/1.1\r\n" + host + "\r\n");
-                assertEquals("GET /again auth=-", read(in, "GET").body());
+                send(tls, "GET /again HTTP/1.1\r\n" + host + "Authorization: Bearer openshell-credential-gh\r\n\r\n");
+                assertEquals("GET /again auth=Bearer tls-secret-value", read(in, "GET").body(),
+                        "the placeholder is replaced inside the re-encrypted request");
+                send(tls, "GET /other HTTP/1.1\r\nHost: other.test\r\n\r\n");
+                Fixture.Response wrongHost = read(in, "GET");
+                assertEquals(403, wrongHost.status(), "on intercepted TLS the Host must name the certificate's host");
+                assertTrue(wrongHost.body().contains("HOST_MISMATCH"), wrongHost.body());
             }
-            assertTrue(f.lastAudit("request").contains("\"path\":\"/again\""));
+            assertTrue(f.audit.stream().anyMatch(l -> l.contains("\"path\":\"/again\"")));
+            assertTrue(f.audit.stream().noneMatch(l -> l.contains("tls-secret-value")));
         }
     }
 
