@@ -11,7 +11,13 @@
  * address with no pin is decided bare, which only IP-literal endpoints allow. Loopback,
  * link-local, unspecified and metadata addresses are never dialled, private ones only when the
  * exact host is declared; operator host aliases (trusted configuration, never policy) may name a
- * local service on purpose. A policy reload is validated whole and swapped atomically; live relays
+ * local service on purpose. A denial carries the isolation contract's reason: POLICY and
+ * IDENTITY_UNRESOLVED from the engine, EXHAUSTED at a bound, TIMEOUT when the upstream handshake
+ * exceeds the connect timeout, MEDIATION_UNAVAILABLE when the upstream refuses or fails (the
+ * contract has no "connection refused"). One JSON audit line per decision goes to an
+ * {@code AuditSink}: time, sandbox, generation, decision, cause, rule, binary path and digest,
+ * ancestors, destination; never headers, query strings, bodies, command lines or secrets.
+ * A policy reload is validated whole and swapped atomically; live relays
  * the new generation no longer allows are closed.
  *
  * <h2>L7, TLS and credentials</h2>

@@ -117,6 +117,28 @@ class TcpMediationTest {
     }
 
     @Test
+    void metadataAddressIsNeverDialledEvenWhenDeclared() throws Exception {
+        try (Fixture f = Fixture.start(tcpPolicy("169.254.169.254", 80), b -> { })) {
+            assertEquals(DenyReason.POLICY, f.denied(who("/usr/bin/nc"), InetAddress.ofLiteral("169.254.169.254"), 80));
+            assertTrue(f.lastAudit("connect").contains("\"cause\":\"ADDRESS_REFUSED\""), f.lastAudit("connect"));
+        }
+    }
+
+    @Test
+    void refusedUpstreamIsReportedAsMediationUnavailable() throws Exception {
+        int closedPort;
+        try (ServerSocket s = new ServerSocket(0, 1, loopback())) {
+            closedPort = s.getLocalPort();
+        }
+        try (Fixture f = Fixture.start(tcpPolicy("gone.test", closedPort),
+                b -> b.aliases(HostAliases.of(Fixture.aliasToLoopback("gone.test"))))) {
+            f.resolve(who("/usr/bin/nc"), "gone.test");
+            assertEquals(DenyReason.MEDIATION_UNAVAILABLE, f.denied(who("/usr/bin/nc"), loopback(), closedPort));
+            assertTrue(f.lastAudit("connect").contains("\"upstream\":\"failed\""), f.lastAudit("connect"));
+        }
+    }
+
+    @Test
     void privateAddressOfAWildcardHostIsRefused() throws Exception {
         InetAddress internal = InetAddress.ofLiteral("10.20.30.40");
         try (Fixture f = Fixture.start(tcpPolicy("\"*.corp.test\"", 5432), b -> { })) {
