@@ -37,6 +37,7 @@
  * <tr><th>Constant</th><th>Value</th><th>At the bound</th></tr>
  * <tr><td>{@code SandboxMediation.MAX_ACTIVE_RELAYS}</td><td>1024</td><td>the open is denied EXHAUSTED (EAGAIN)</td></tr>
  * <tr><td>{@code SandboxMediation.CONNECT_TIMEOUT}</td><td>10 s</td><td>the open is denied TIMEOUT (ETIMEDOUT)</td></tr>
+ * <tr><td>{@code SandboxMediation.ACCEPT_POLL}</td><td>500 ms</td><td>the longest an accept loop takes to notice a close</td></tr>
  * <tr><td>{@code SandboxMediation.RELAY_BUFFER_BYTES}</td><td>16 KiB per direction</td><td>the relay waits for the reader (back-pressure)</td></tr>
  * <tr><td>{@code DnsPlane.MAX_IN_FLIGHT}</td><td>64 queries</td><td>the query is refused EXHAUSTED</td></tr>
  * <tr><td>{@code DnsPlane.RESOLVE_ATTEMPTS}</td><td>3, backoff {@code RETRY_BACKOFF} 100 ms doubling</td><td>SERVFAIL</td></tr>
@@ -58,6 +59,7 @@
  * <tr><td>{@code InterceptionAuthority.MAX_LEAF_CERTIFICATES}</td><td>256 cached leaves</td><td>the least recently used is dropped and re-issued on demand</td></tr>
  * <tr><td>{@code InterceptionAuthority.CA_VALIDITY}</td><td>30 days</td><td>leaves end with the CA; a longer-lived sandbox must be restarted</td></tr>
  * <tr><td>{@code InterceptionAuthority.LEAF_RENEW_BEFORE}</td><td>1 day</td><td>a cached leaf closer to expiry is re-issued</td></tr>
+ * <tr><td>{@code InterceptionAuthority.BACKDATE}</td><td>1 hour</td><td>certificates are valid from this long before issue (clock skew)</td></tr>
  * <tr><td>{@code HostAliases.MAX_ALIASES}</td><td>256</td><td>configuration refused</td></tr>
  * <tr><td>{@code Credentials.MAX_PROVIDERS}</td><td>64</td><td>configuration refused</td></tr>
  * <tr><td>{@code CredentialProvider.MAX_SECRET_BYTES}</td><td>8 KiB</td><td>configuration refused (value not echoed)</td></tr>

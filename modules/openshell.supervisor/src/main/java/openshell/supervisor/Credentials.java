@@ -38,6 +38,11 @@ final class Credentials {
         return new Credentials(m);
     }
 
+    /** Overwrites every secret in memory; the providers are unusable afterwards (supervisor shutdown). */
+    void destroy() {
+        byName.values().forEach(CredentialProvider::destroy);
+    }
+
     /** The outcome of substituting: the headers to send, or the provider whose placeholder was misdirected. */
     record Substitution(List<HttpHead.Header> headers, Optional<String> refusedProvider) {
     }

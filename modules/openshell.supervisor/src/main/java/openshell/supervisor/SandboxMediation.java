@@ -432,6 +432,7 @@ final class SandboxMediation implements AutoCloseable {
         }
         join(tcpLoop);
         join(dnsLoop);
+        credentials.destroy();
     }
 
     private static void join(Thread t) {

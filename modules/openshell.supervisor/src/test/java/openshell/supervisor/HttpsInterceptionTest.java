@@ -181,6 +181,18 @@ class HttpsInterceptionTest {
     }
 
     @Test
+    void leavesAreRenewedBeforeTheyExpire() {
+        DnsPlaneTest.MutableClock clock = new DnsPlaneTest.MutableClock();
+        InterceptionAuthority a = InterceptionAuthority.create(new SandboxId("renew"), clock);
+        assertEquals(clock.instant().plus(InterceptionAuthority.CA_VALIDITY), a.caCertificate().getNotAfter().toInstant());
+        SSLContext leaf = a.serverContext("h.test");
+        clock.advance(InterceptionAuthority.CA_VALIDITY.minus(InterceptionAuthority.LEAF_RENEW_BEFORE).minusSeconds(1));
+        assertTrue(leaf == a.serverContext("h.test"), "kept until LEAF_RENEW_BEFORE ahead of expiry");
+        clock.advance(java.time.Duration.ofSeconds(1));
+        assertTrue(leaf != a.serverContext("h.test"), "re-issued at the bound");
+    }
+
+    @Test
     void caIsFreshPerSandboxAndLeavesAreCachedUpToTheBound() throws Exception {
         InterceptionAuthority a = InterceptionAuthority.create(new SandboxId("a"), Clock.systemUTC());
         InterceptionAuthority b = InterceptionAuthority.create(new SandboxId("a"), Clock.systemUTC());
