@@ -1,0 +1,78 @@
+/**
+ * The supervisor: outside the workload, it decides every TCP connection and DNS query a sandbox
+ * makes, by destination and by the identity of the binary that made it, then dials upstream
+ * itself, enforces L7 HTTP rules on {@code rest} endpoints, injects credentials and audits every
+ * decision. Exports nothing; it is a program. It consumes only the isolation contract's
+ * {@code NetworkMediationSource}, so it mediates the same way for every backend.
+ *
+ * <h2>Mediation</h2>
+ * A pending open is decided with the current policy generation on the host name this supervisor's
+ * DNS plane answered for the address (its pin table), never on a name the workload claims; an
+ * address with no pin is decided bare, which only IP-literal endpoints allow. Loopback,
+ * link-local, unspecified and metadata addresses are never dialled, private ones only when the
+ * exact host is declared; operator host aliases (trusted configuration, never policy) may name a
+ * local service on purpose. A denial carries the isolation contract's reason: POLICY and
+ * IDENTITY_UNRESOLVED from the engine, EXHAUSTED at a bound, TIMEOUT when the upstream handshake
+ * exceeds the connect timeout, MEDIATION_UNAVAILABLE when the upstream refuses or fails (the
+ * contract has no "connection refused"). One JSON audit line per decision goes to an
+ * {@code AuditSink}: time, sandbox, generation, decision, cause, rule, binary path and digest,
+ * ancestors, destination; never headers, query strings, bodies, command lines or secrets.
+ * A policy reload is validated whole and swapped atomically; live relays
+ * the new generation no longer allows are closed.
+ *
+ * <h2>L7, TLS and credentials</h2>
+ * A {@code rest} connection is relayed one HTTP/1.1 request at a time (keep-alive and pipelining
+ * kept in order); each request is decided with the current generation, its Host header must name
+ * the admitted host, and anything ambiguous (request smuggling's material) is refused. A denial
+ * answers 403 with a JSON body naming the rule. TLS on such a connection is terminated with a leaf
+ * of the sandbox's own CA, created fresh per sandbox (its PEM is for the runtime to install in the
+ * workload's trust store), and re-encrypted upstream with normal verification of the admitted name
+ * against the JDK's default trust store. Credential placeholders in headers are replaced with the
+ * secret only on admitted requests to a host the credential is bound to; anywhere else the request
+ * is refused with 403. Secrets appear in no log, audit line or exception message.
+ *
+ * <h2>Limits</h2>
+ * <table>
+ * <caption>Bounds owned by this module</caption>
+ * <tr><th>Constant</th><th>Value</th><th>At the bound</th></tr>
+ * <tr><td>{@code SandboxMediation.MAX_ACTIVE_RELAYS}</td><td>1024</td><td>the open is denied EXHAUSTED (EAGAIN)</td></tr>
+ * <tr><td>{@code SandboxMediation.CONNECT_TIMEOUT}</td><td>10 s</td><td>the open is denied TIMEOUT (ETIMEDOUT)</td></tr>
+ * <tr><td>{@code SandboxMediation.ACCEPT_POLL}</td><td>500 ms</td><td>the longest an accept loop takes to notice a close</td></tr>
+ * <tr><td>{@code SandboxMediation.RELAY_BUFFER_BYTES}</td><td>16 KiB per direction</td><td>the relay waits for the reader (back-pressure)</td></tr>
+ * <tr><td>{@code DnsPlane.MAX_IN_FLIGHT}</td><td>64 queries</td><td>the query is refused EXHAUSTED</td></tr>
+ * <tr><td>{@code DnsPlane.RESOLVE_ATTEMPTS}</td><td>3, backoff {@code RETRY_BACKOFF} 100 ms doubling</td><td>SERVFAIL</td></tr>
+ * <tr><td>{@code DnsPlane.RESOLVE_TIMEOUT}</td><td>5 s per attempt</td><td>the attempt counts as failed</td></tr>
+ * <tr><td>{@code DnsPlane.ANSWER_TTL}</td><td>60 s</td><td>the pin lives TTL + {@code DnsPins.PIN_GRACE} (5 min), then the address is bare</td></tr>
+ * <tr><td>{@code DnsMessage.MAX_QUERY_BYTES}</td><td>512</td><td>FORMERR</td></tr>
+ * <tr><td>{@code DnsMessage.MAX_ANSWERS}</td><td>16 addresses</td><td>further addresses are not answered (nor pinned)</td></tr>
+ * <tr><td>{@code DnsPins.MAX_PINS}</td><td>4096 (address, name) pins</td><td>the oldest pin is forgotten</td></tr>
+ * <tr><td>{@code DnsPins.MAX_NAMES_PER_ADDRESS}</td><td>8</td><td>the oldest name of that address is forgotten</td></tr>
+ * <tr><td>{@code HttpParser.MAX_REQUEST_LINE_BYTES}</td><td>8234 (method 32 + target 8192 + 10)</td><td>414, connection closed</td></tr>
+ * <tr><td>{@code HttpParser.MAX_HEADER_LINE_BYTES}</td><td>8 KiB</td><td>431, connection closed</td></tr>
+ * <tr><td>{@code HttpParser.MAX_HEADERS}</td><td>100 fields (and trailer fields)</td><td>431, connection closed</td></tr>
+ * <tr><td>{@code HttpParser.MAX_HEAD_BYTES}</td><td>64 KiB of header lines</td><td>431, connection closed</td></tr>
+ * <tr><td>{@code HttpParser.MAX_CHUNK_LINE_BYTES}</td><td>1024</td><td>400, connection closed</td></tr>
+ * <tr><td>{@code HttpParser.MAX_CHUNK_SIZE_DIGITS}</td><td>15 hex digits</td><td>400, connection closed</td></tr>
+ * <tr><td>{@code HttpParser.MAX_CONTENT_LENGTH_DIGITS}</td><td>18 digits</td><td>400, connection closed</td></tr>
+ * <tr><td>{@code HttpParser.MAX_STATUS_LINE_BYTES}</td><td>1024 (upstream)</td><td>502, connection closed</td></tr>
+ * <tr><td>{@code HttpParser.MAX_INTERIM_RESPONSES}</td><td>8 (1xx) per request</td><td>connection closed</td></tr>
+ * <tr><td>{@code InterceptionAuthority.MAX_LEAF_CERTIFICATES}</td><td>256 cached leaves</td><td>the least recently used is dropped and re-issued on demand</td></tr>
+ * <tr><td>{@code InterceptionAuthority.CA_VALIDITY}</td><td>30 days</td><td>leaves end with the CA; a longer-lived sandbox must be restarted</td></tr>
+ * <tr><td>{@code InterceptionAuthority.LEAF_RENEW_BEFORE}</td><td>1 day</td><td>a cached leaf closer to expiry is re-issued</td></tr>
+ * <tr><td>{@code InterceptionAuthority.BACKDATE}</td><td>1 hour</td><td>certificates are valid from this long before issue (clock skew)</td></tr>
+ * <tr><td>{@code HostAliases.MAX_ALIASES}</td><td>256</td><td>configuration refused</td></tr>
+ * <tr><td>{@code Credentials.MAX_PROVIDERS}</td><td>64</td><td>configuration refused</td></tr>
+ * <tr><td>{@code CredentialProvider.MAX_SECRET_BYTES}</td><td>8 KiB</td><td>configuration refused (value not echoed)</td></tr>
+ * <tr><td>{@code CredentialProvider.MAX_HOSTS}</td><td>64 per provider</td><td>configuration refused</td></tr>
+ * </table>
+ */
+module openshell.supervisor {
+    requires openshell.isolation;
+    requires openshell.policy;
+    requires io.helidon.common;
+    requires io.helidon.http;
+    requires io.helidon.webserver;
+    requires jakarta.json;
+    requires org.bouncycastle.pkix;
+    requires org.bouncycastle.provider;
+}

@@ -1,0 +1,222 @@
+package openshell.supervisor;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.UnknownHostException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+import openshell.isolation.BackendException;
+import openshell.isolation.DenyReason;
+import openshell.isolation.IdentityResolution;
+import openshell.isolation.PendingDnsQuery;
+import openshell.policy.AddressClass;
+import openshell.policy.Decision;
+import openshell.policy.DenyCause;
+import openshell.policy.PolicyGeneration;
+
+/**
+ * The sandbox's DNS: answers A and AAAA only for names some endpoint could allow for the caller,
+ * resolves them on the host (or through an operator alias), drops addresses of refused classes,
+ * and pins every answer so the following dial is decided on the name and goes only to an address
+ * checked here. Other names get NXDOMAIN, an unresolved caller REFUSED.
+ */
+final class DnsPlane {
+    /** Most queries being answered at once; beyond it a query is refused EXHAUSTED. */
+    static final int MAX_IN_FLIGHT = 64;
+    /** TTL of every answer; the pin lives this long plus {@link DnsPins#PIN_GRACE}. */
+    static final Duration ANSWER_TTL = Duration.ofSeconds(60);
+    /** Attempts at resolving a name on the host before answering SERVFAIL. */
+    static final int RESOLVE_ATTEMPTS = 3;
+    /** Wait before the first retry; doubled each time. */
+    static final Duration RETRY_BACKOFF = Duration.ofMillis(100);
+    /** Longest wait for one host resolution. */
+    static final Duration RESOLVE_TIMEOUT = Duration.ofSeconds(5);
+
+    private final SandboxMediation mediation;
+    private final HostResolver resolver;
+    private final Semaphore inFlight;
+    private final int maxInFlight;
+
+    DnsPlane(SandboxMediation mediation, HostResolver resolver, int maxInFlight) {
+        this.mediation = mediation;
+        this.resolver = resolver;
+        this.inFlight = new Semaphore(maxInFlight);
+        this.maxInFlight = maxInFlight;
+    }
+
+    void acceptLoop() {
+        try {
+            while (mediation.liveLoop()) {
+                Optional<PendingDnsQuery> next = mediation.source().acceptDns(SandboxMediation.ACCEPT_POLL);
+                if (next.isEmpty()) {
+                    continue;
+                }
+                PendingDnsQuery query = next.get();
+                if (!inFlight.tryAcquire()) {
+                    mediation.metrics().dnsQuery("exhausted");
+                    mediation.auditSupervisor("dns", query.identity(), null, null, "deny", "EXHAUSTED",
+                            maxInFlight + " DNS queries are in flight, the most allowed", 0);
+                    refuseQuietly(query, DenyReason.EXHAUSTED);
+                    continue;
+                }
+                Thread.ofVirtual().name("mediation-dns").start(() -> {
+                    try {
+                        answer(query);
+                    } catch (RuntimeException e) {
+                        refuseQuietly(query, DenyReason.MEDIATION_UNAVAILABLE);
+                    } finally {
+                        inFlight.release();
+                    }
+                });
+            }
+        } catch (BackendException e) {
+            // TERMINATED: the boundary is gone.
+        } finally {
+            mediation.loopEnded();
+        }
+    }
+
+    void answer(PendingDnsQuery query) {
+        long started = System.nanoTime();
+        DnsMessage.Question q;
+        try {
+            q = DnsMessage.parse(query.query());
+        } catch (DnsMessage.Malformed e) {
+            mediation.metrics().dnsQuery("malformed");
+            mediation.auditSupervisor("dns", query.identity(), null, null, "deny", "MALFORMED_REQUEST", e.getMessage(),
+                    System.nanoTime() - started);
+            if (e.id() < 0) {
+                refuseQuietly(query, DenyReason.POLICY);
+            } else {
+                answerQuietly(query, DnsMessage.error(e.id(), e.rcode()));
+            }
+            return;
+        }
+        IdentityResolution who = query.identity();
+        Optional<PolicyGeneration> generation = mediation.policies().current();
+        Decision decision = generation.isEmpty() ? mediation.policies().denyAll() : generation.get().decideName(who, q.name());
+        AuditLine line = AuditLine.of(mediation.clock().instant(), mediation.sandbox(), "dns", mediation.policies().number())
+                .decision(decision).identity(who).destination(q.name(), null, 0).field("qtype", String.valueOf(q.type()));
+        if (decision instanceof Decision.Deny deny) {
+            mediation.metrics().dnsQuery("denied");
+            mediation.metrics().decision("dns", "deny", System.nanoTime() - started);
+            mediation.audit(line);
+            int rcode = deny.cause() == DenyCause.IDENTITY_UNRESOLVED || deny.cause() == DenyCause.MALFORMED_REQUEST
+                    ? DnsMessage.RCODE_REFUSED : DnsMessage.RCODE_NXDOMAIN;
+            answerQuietly(query, DnsMessage.response(q, rcode));
+            return;
+        }
+        Decision.Allow allow = (Decision.Allow) decision;
+        mediation.metrics().decision("dns", "allow", System.nanoTime() - started);
+        if (q.qclass() != DnsMessage.CLASS_IN || (q.type() != DnsMessage.TYPE_A && q.type() != DnsMessage.TYPE_AAAA)) {
+            // An allowed name has no other records here: an empty answer, so clients fall back to A/AAAA.
+            mediation.metrics().dnsQuery("empty");
+            mediation.audit(line.field("answer", "empty"));
+            answerQuietly(query, DnsMessage.response(q, DnsMessage.RCODE_NOERROR));
+            return;
+        }
+        Optional<InetAddress> alias = mediation.aliases().lookup(q.name());
+        List<InetAddress> addresses;
+        boolean aliased = alias.isPresent();
+        if (aliased) {
+            addresses = List.of(alias.get());
+        } else {
+            try {
+                addresses = resolve(q.name());
+            } catch (UnknownHostException e) {
+                mediation.metrics().dnsQuery("nxdomain");
+                mediation.audit(line.field("answer", "nxdomain"));
+                answerQuietly(query, DnsMessage.response(q, DnsMessage.RCODE_NXDOMAIN));
+                return;
+            } catch (IOException e) {
+                mediation.metrics().dnsQuery("servfail");
+                mediation.audit(line.field("answer", "servfail"));
+                answerQuietly(query, DnsMessage.response(q, DnsMessage.RCODE_SERVFAIL));
+                return;
+            }
+        }
+        List<InetAddress> answers = new ArrayList<>();
+        int refused = 0;
+        for (InetAddress a : addresses) {
+            if (!DnsMessage.family(a, q.type()) || answers.size() == DnsMessage.MAX_ANSWERS) {
+                continue;
+            }
+            if (aliased || AddressClass.permits(a, allow.hostDeclaredExactly())) {
+                answers.add(a);
+            } else {
+                refused++;
+            }
+        }
+        for (InetAddress a : answers) {
+            mediation.pins().pin(q.name(), a, aliased, ANSWER_TTL);
+        }
+        mediation.metrics().dnsQuery("answered");
+        line.field("answer", answers.size() + " addresses" + (aliased ? " (operator alias)" : "")
+                + (refused > 0 ? ", " + refused + " of a refused class dropped" : ""));
+        mediation.audit(line);
+        answerQuietly(query, DnsMessage.response(q, DnsMessage.RCODE_NOERROR, answers, (int) ANSWER_TTL.toSeconds()));
+    }
+
+    /** Resolves with bounded retries of transient failures; a name that does not exist is not retried. */
+    private List<InetAddress> resolve(String name) throws IOException {
+        IOException last = null;
+        Duration backoff = RETRY_BACKOFF;
+        for (int attempt = 1; attempt <= RESOLVE_ATTEMPTS; attempt++) {
+            CompletableFuture<List<InetAddress>> f = new CompletableFuture<>();
+            Thread.ofVirtual().name("mediation-resolve").start(() -> {
+                try {
+                    f.complete(resolver.resolve(name));
+                } catch (IOException | RuntimeException e) {
+                    f.completeExceptionally(e);
+                }
+            });
+            try {
+                return f.get(RESOLVE_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+            } catch (ExecutionException e) {
+                if (e.getCause() instanceof UnknownHostException u) {
+                    throw u;
+                }
+                last = e.getCause() instanceof IOException io ? io : new IOException("the resolver failed", e.getCause());
+            } catch (TimeoutException e) {
+                last = new IOException("resolving took longer than " + RESOLVE_TIMEOUT);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IOException("interrupted while resolving", e);
+            }
+            if (attempt < RESOLVE_ATTEMPTS) {
+                try {
+                    Thread.sleep(backoff);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new IOException("interrupted while resolving", e);
+                }
+                backoff = backoff.multipliedBy(2);
+            }
+        }
+        throw last;
+    }
+
+    private static void answerQuietly(PendingDnsQuery query, byte[] response) {
+        try {
+            query.answer(response);
+        } catch (BackendException e) {
+            // Already answered or the caller went away.
+        }
+    }
+
+    private static void refuseQuietly(PendingDnsQuery query, DenyReason reason) {
+        try {
+            query.refuse(reason);
+        } catch (BackendException e) {
+            // Already answered or the caller went away.
+        }
+    }
+}

@@ -1,0 +1,238 @@
+package openshell.supervisor;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+
+import openshell.isolation.BackendException;
+import openshell.isolation.ByteChannel;
+import openshell.isolation.DenyReason;
+import openshell.isolation.IdentityResolution;
+import openshell.isolation.NetworkMediationSource;
+import openshell.isolation.PendingDnsQuery;
+import openshell.isolation.PendingTcpOpen;
+import openshell.isolation.SocketIdentity;
+import openshell.isolation.TcpDestination;
+
+/**
+ * A TEST DOUBLE of the workload side, for unit tests of the supervisor's own code only: it stands
+ * in for a real isolation backend (the sandbox runtime's seccomp interception). Each pending open
+ * it hands out is admitted onto a real loopback socket pair, so the supervisor relays real bytes
+ * over real sockets; the "workload" is the test holding the other end. It is not a feature.
+ */
+final class TestMediationSource implements NetworkMediationSource {
+    private final BlockingQueue<PendingTcpOpen> opens = new LinkedBlockingQueue<>();
+    private final BlockingQueue<PendingDnsQuery> queries = new LinkedBlockingQueue<>();
+    private final AtomicBoolean closed = new AtomicBoolean();
+    private static final AtomicLong INODES = new AtomicLong(1000);
+
+    /** Queues a connect() of the workload and returns its handle. */
+    Open open(IdentityResolution who, InetAddress address, int port) {
+        Open o = new Open(who, new TcpDestination(address, port));
+        opens.add(o);
+        return o;
+    }
+
+    Query query(IdentityResolution who, byte[] message) {
+        Query q = new Query(who, message);
+        queries.add(q);
+        return q;
+    }
+
+    @Override
+    public Optional<PendingTcpOpen> acceptTcp(Duration timeout) {
+        return take(opens, timeout);
+    }
+
+    @Override
+    public Optional<PendingDnsQuery> acceptDns(Duration timeout) {
+        return take(queries, timeout);
+    }
+
+    private <T> Optional<T> take(BlockingQueue<T> q, Duration timeout) {
+        if (closed.get()) {
+            throw new BackendException(BackendException.Kind.TERMINATED, "the source is closed");
+        }
+        try {
+            return Optional.ofNullable(q.poll(timeout.toMillis(), TimeUnit.MILLISECONDS));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new BackendException(BackendException.Kind.TERMINATED, "interrupted");
+        }
+    }
+
+    @Override
+    public void close() {
+        closed.set(true);
+    }
+
+    /** A workload connect() waiting for the supervisor; {@link #outcome} completes with the decision. */
+    static final class Open implements PendingTcpOpen {
+        private final IdentityResolution who;
+        private final TcpDestination to;
+        private final SocketIdentity socket = new SocketIdentity(INODES.incrementAndGet());
+        private final AtomicBoolean decided = new AtomicBoolean();
+        /** The deny reason, or null when allowed. */
+        final CompletableFuture<DenyReason> outcome = new CompletableFuture<>();
+        /** The workload's end of the admitted connection. */
+        final CompletableFuture<Socket> workload = new CompletableFuture<>();
+
+        Open(IdentityResolution who, TcpDestination to) {
+            this.who = who;
+            this.to = to;
+        }
+
+        @Override
+        public TcpDestination destination() {
+            return to;
+        }
+
+        @Override
+        public IdentityResolution identity() {
+            return who;
+        }
+
+        @Override
+        public SocketIdentity socket() {
+            return socket;
+        }
+
+        @Override
+        public ByteChannel allow() {
+            if (who instanceof IdentityResolution.Unresolved) {
+                deny(DenyReason.IDENTITY_UNRESOLVED);
+                throw new BackendException(BackendException.Kind.DENIED, "unresolved identity");
+            }
+            if (!decided.compareAndSet(false, true)) {
+                throw new BackendException(BackendException.Kind.INVALID, "already decided");
+            }
+            try (ServerSocket pairing = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+                Socket client = new Socket(pairing.getInetAddress(), pairing.getLocalPort());
+                Socket server = pairing.accept();
+                client.setSoTimeout(30_000);
+                workload.complete(client);
+                outcome.complete(null);
+                return new SocketChannel(server);
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+
+        @Override
+        public void deny(DenyReason reason) {
+            if (!decided.compareAndSet(false, true)) {
+                throw new BackendException(BackendException.Kind.INVALID, "already decided");
+            }
+            outcome.complete(reason);
+        }
+    }
+
+    /** The supervisor's end of a socket pair as the contract's channel: closing the output half-closes. */
+    static final class SocketChannel implements ByteChannel {
+        private final Socket socket;
+
+        SocketChannel(Socket socket) {
+            this.socket = socket;
+        }
+
+        @Override
+        public InputStream input() {
+            try {
+                return socket.getInputStream();
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+
+        @Override
+        public OutputStream output() {
+            try {
+                OutputStream out = socket.getOutputStream();
+                return new OutputStream() {
+                    @Override
+                    public void write(int b) throws IOException {
+                        out.write(b);
+                    }
+
+                    @Override
+                    public void write(byte[] b, int off, int len) throws IOException {
+                        out.write(b, off, len);
+                    }
+
+                    @Override
+                    public void flush() throws IOException {
+                        out.flush();
+                    }
+
+                    @Override
+                    public void close() throws IOException {
+                        socket.shutdownOutput();
+                    }
+                };
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+
+        @Override
+        public void close() {
+            try {
+                socket.close();
+            } catch (IOException e) {
+                // Closing twice or a reset socket: nothing left to release.
+            }
+        }
+    }
+
+    /** A workload DNS query; {@link #response} or {@link #refused} completes. */
+    static final class Query implements PendingDnsQuery {
+        private final IdentityResolution who;
+        private final byte[] message;
+        private final AtomicBoolean decided = new AtomicBoolean();
+        final CompletableFuture<byte[]> response = new CompletableFuture<>();
+        final CompletableFuture<DenyReason> refused = new CompletableFuture<>();
+
+        Query(IdentityResolution who, byte[] message) {
+            this.who = who;
+            this.message = message.clone();
+        }
+
+        @Override
+        public byte[] query() {
+            return message.clone();
+        }
+
+        @Override
+        public IdentityResolution identity() {
+            return who;
+        }
+
+        @Override
+        public void answer(byte[] r) {
+            if (r.length > MAX_MESSAGE_BYTES || !decided.compareAndSet(false, true)) {
+                throw new BackendException(BackendException.Kind.INVALID, "already answered or too large");
+            }
+            response.complete(r.clone());
+        }
+
+        @Override
+        public void refuse(DenyReason reason) {
+            if (!decided.compareAndSet(false, true)) {
+                throw new BackendException(BackendException.Kind.INVALID, "already answered");
+            }
+            refused.complete(reason);
+        }
+    }
+}
