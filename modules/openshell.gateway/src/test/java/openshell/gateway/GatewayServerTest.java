@@ -214,7 +214,7 @@ class GatewayServerTest {
             Reply created = call("POST", server, "/v1/providers", token, create);
             assertEquals(201, created.statusCode(), created.body());
             assertFalse(created.body().contains("ghp_topSecret42"), created.body());
-            assertTrue(created.body().contains("\"placeholder\":\"openshell-placeholder:github\""), created.body());
+            assertTrue(created.body().contains("\"placeholder\":\"openshell-credential-github\""), created.body());
             assertEquals(409, call("POST", server, "/v1/providers", token, create).statusCode());
             assertEquals(401, call("POST", server, "/v1/providers", null, create).statusCode());
             assertEquals(400, call("POST", server, "/v1/providers", token, "{\"name\":\"x\"}").statusCode());

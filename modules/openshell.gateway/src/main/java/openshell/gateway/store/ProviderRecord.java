@@ -14,7 +14,7 @@ import openshell.gateway.GatewayException.Reason;
  *
  * @param name      a lower-case DNS label
  * @param envVar    environment variable name, e.g. {@code GITHUB_TOKEN}
- * @param hosts     host patterns the credential is scoped to (as in policy endpoints), 1..{@link #MAX_HOSTS}
+ * @param hosts     the exact host names the credential may be sent to, 1..{@link #MAX_HOSTS}
  * @param createdAt when it was created
  */
 public record ProviderRecord(String name, String envVar, List<String> hosts, Instant createdAt) {
@@ -24,7 +24,8 @@ public record ProviderRecord(String name, String envVar, List<String> hosts, Ins
     public static final int MAX_SECRET_BYTES = 8192;
     private static final Pattern NAME = Pattern.compile("[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?");
     private static final Pattern ENV = Pattern.compile("[A-Z_][A-Z0-9_]{0,127}");
-    private static final Pattern HOST = Pattern.compile("(\\*\\*?\\.)?[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?");
+    // Exact host names: the supervisor sends a credential only to the very hosts it is bound to.
+    private static final Pattern HOST = Pattern.compile("[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?");
 
     /** Validates. */
     public ProviderRecord {
@@ -41,14 +42,19 @@ public record ProviderRecord(String name, String envVar, List<String> hosts, Ins
         }
         for (String h : hosts) {
             if (h == null || !HOST.matcher(h).matches() || h.contains("..")) {
-                throw new GatewayException(Reason.INVALID, "not a host or host pattern: '" + h + "'");
+                throw new GatewayException(Reason.INVALID, "not an exact host name (no wildcards): '" + h + "'");
             }
         }
         hosts = List.copyOf(hosts);
     }
 
-    /** @return the placeholder the agent's environment holds instead of the value */
+    /**
+     * The placeholder the agent's environment holds instead of the value; the supervisor's format
+     * ({@code openshell-credential-<name>}), safe in any header.
+     *
+     * @return the placeholder
+     */
     public String placeholder() {
-        return "openshell-placeholder:" + name;
+        return "openshell-credential-" + name;
     }
 }

@@ -31,13 +31,19 @@ public final class ProviderStore {
      * @param record the provider
      * @param secret its value (not kept by this method; the caller should clear it)
      * @return the stored record
-     * @throws GatewayException CONFLICT if the name is taken; INVALID for an empty or too large
-     *                          value; EXHAUSTED at {@link #MAX_PROVIDERS}
+     * @throws GatewayException CONFLICT if the name is taken; INVALID for an empty, too large or
+     *                          non-printable value; EXHAUSTED at {@link #MAX_PROVIDERS}
      */
     public ProviderRecord create(ProviderRecord record, byte[] secret) {
         if (secret.length == 0 || secret.length > ProviderRecord.MAX_SECRET_BYTES) {
             throw new GatewayException(Reason.INVALID, "a provider value has 1.." + ProviderRecord.MAX_SECRET_BYTES
                     + " bytes");
+        }
+        for (byte b : secret) {
+            if (b < 0x20 || b == 0x7f) {
+                // The supervisor puts the value into HTTP headers: printable ASCII only. Never echo it.
+                throw new GatewayException(Reason.INVALID, "a provider value must be printable ASCII");
+            }
         }
         String sealed = box.seal(record.name(), secret);
         try {

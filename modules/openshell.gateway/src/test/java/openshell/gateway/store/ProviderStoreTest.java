@@ -31,7 +31,7 @@ class ProviderStoreTest {
     static Path state;
 
     static ProviderRecord github() {
-        return new ProviderRecord("github", "GITHUB_TOKEN", List.of("api.github.com", "*.githubusercontent.com"),
+        return new ProviderRecord("github", "GITHUB_TOKEN", List.of("api.github.com", "raw.githubusercontent.com"),
                 Instant.ofEpochMilli(1_700_000_000_000L));
     }
 
@@ -51,7 +51,7 @@ class ProviderStoreTest {
             assertEquals(List.of(github()), providers.list());
             assertEquals(github(), providers.find("github").orElseThrow());
             assertArrayEquals(SECRET, providers.secret("github"));
-            assertEquals("openshell-placeholder:github", github().placeholder());
+            assertEquals("openshell-credential-github", github().placeholder());
         }
         try (Connection c = DriverManager.getConnection(config.jdbcUrl(), config.username(), config.password());
              ResultSet rs = c.createStatement().executeQuery("SELECT sealed FROM providers")) {
@@ -86,7 +86,9 @@ class ProviderStoreTest {
     void boundsAndConflicts(TestDatabases.Database db) throws Exception {
         try (SandboxStore store = SandboxStore.open(TestDatabases.fresh(db))) {
             ProviderStore providers = store.providers(box("key-c-" + db));
-            providers.create(github(), new byte[ProviderRecord.MAX_SECRET_BYTES]);
+            byte[] atBound = new byte[ProviderRecord.MAX_SECRET_BYTES];
+            java.util.Arrays.fill(atBound, (byte) 'v');
+            providers.create(github(), atBound);
             assertEquals(Reason.CONFLICT, assertThrows(GatewayException.class,
                     () -> providers.create(github(), SECRET.clone())).reason());
             ProviderRecord other = new ProviderRecord("other", "OTHER", List.of("example.com"), Instant.EPOCH);
@@ -94,6 +96,10 @@ class ProviderStoreTest {
                     () -> providers.create(other, new byte[ProviderRecord.MAX_SECRET_BYTES + 1])).reason());
             assertEquals(Reason.INVALID, assertThrows(GatewayException.class,
                     () -> providers.create(other, new byte[0])).reason());
+            GatewayException newline = assertThrows(GatewayException.class,
+                    () -> providers.create(other, "line\nbreak".getBytes(StandardCharsets.UTF_8)));
+            assertEquals(Reason.INVALID, newline.reason());
+            assertFalse(newline.getMessage().contains("break"));
             assertTrue(providers.find("other").isEmpty());
             assertTrue(providers.delete("github"));
             assertFalse(providers.delete("github"));
@@ -109,6 +115,7 @@ class ProviderStoreTest {
         assertThrows(GatewayException.class, () -> new ProviderRecord("ok", "X", List.of(), t));
         assertThrows(GatewayException.class, () -> new ProviderRecord("ok", "X", List.of("a..com"), t));
         assertThrows(GatewayException.class, () -> new ProviderRecord("ok", "X", List.of("a.com,b.com"), t));
+        assertThrows(GatewayException.class, () -> new ProviderRecord("ok", "X", List.of("*.a.com"), t));
         List<String> max = java.util.stream.IntStream.range(0, ProviderRecord.MAX_HOSTS).mapToObj(i -> "h" + i + ".com").toList();
         assertEquals(ProviderRecord.MAX_HOSTS, new ProviderRecord("ok", "X", max, t).hosts().size());
         List<String> over = java.util.stream.IntStream.rangeClosed(0, ProviderRecord.MAX_HOSTS).mapToObj(i -> "h" + i + ".com").toList();

@@ -57,7 +57,7 @@ class CliGatewayTest {
         Cli.Result provider = Cli.run(state, java.util.Map.of("MY_TOKEN", "ghp_fromTheEnvironment"),
                 "provider", "create", "github", "--env", "GITHUB_TOKEN", "--host", "api.github.com", "--from-env", "MY_TOKEN");
         assertEquals(0, provider.exit(), provider.err());
-        assertTrue(provider.out().contains("GITHUB_TOKEN=openshell-placeholder:github"), provider.out());
+        assertTrue(provider.out().contains("GITHUB_TOKEN=openshell-credential-github"), provider.out());
         Cli.Result providers = cli("provider", "list");
         assertTrue(providers.out().contains("github") && !providers.out().contains("ghp_fromTheEnvironment"),
                 providers.out());
