@@ -1,0 +1,229 @@
+package openshell.isolation.conformance.selftest;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.platform.engine.discovery.DiscoverySelectors.selectClass;
+
+import java.util.HashSet;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.function.Predicate;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+
+import openshell.isolation.conformance.IsolationConformance;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.platform.engine.TestExecutionResult;
+import org.junit.platform.testkit.engine.EngineExecutionResults;
+import org.junit.platform.testkit.engine.EngineTestKit;
+import org.junit.platform.testkit.engine.Event;
+
+/**
+ * The kit bites: run through JUnit exactly as a backend's build would, the plain backend passes
+ * every lifecycle and process check and fails every check that needs isolation it does not have;
+ * each broken variant fails exactly the checks its defect breaks.
+ */
+class KitBitesTest {
+    /** What the plain backend cannot honestly pass: it has no PTY, no mediation, no fence, no identity. */
+    static final Set<String> NEEDS_ISOLATION = Set.of(
+            "exec.pty-merges-and-resizes",
+            "mediation.resolved-open-one-shot",
+            "mediation.unresolved-open-only-denied",
+            "identity.unreadable-binary-digest-empty",
+            "invariant1.egress-only-via-mediation",
+            "invariant2.nothing-runs-before-controls",
+            "invariant3.whole-policy-decides",
+            "invariant4.only-through-active-backend",
+            "invariant5.boundaries-share-nothing",
+            "invariant6.supervisor-loss-fails-closed");
+
+    /** The checks a plain backend passes: the ones the broken variants are measured against. */
+    static final Predicate<String> PASSABLE = name -> !NEEDS_ISOLATION.contains(name);
+
+    /** The plain backend's run, shared by the tests that read it: one run is enough to read twice. */
+    private static Outcome baseline;
+
+    static synchronized Outcome baseline() {
+        if (baseline == null) {
+            baseline = run(Baseline.class);
+        }
+        return baseline;
+    }
+
+    @Test
+    void plainBackendPassesLifecycleAndProcessChecksAndFailsEveryIsolationCheck() {
+        Outcome outcome = baseline();
+        assertEquals(new TreeSet<>(IsolationConformance.checkNames()), outcome.ran(), "every check must run; none skipped");
+        assertEquals(new TreeSet<>(NEEDS_ISOLATION), outcome.failed().keySet(), outcome.toString());
+        assertTrue(outcome.passed().containsAll(List.of("lifecycle.start-twice-refused", "process.exit-code-and-signal-distinct",
+                "exec.separate-stdout-stderr", "forward.carries-bytes", "registry.mismatch-denied-no-fallback")));
+    }
+
+    @Test
+    void missingProbesAndLeaksFailLoudlyWithTheReason() {
+        Map<String, String> failed = baseline().failed();
+        for (String check : List.of("mediation.unresolved-open-only-denied", "identity.unreadable-binary-digest-empty",
+                "invariant3.whole-policy-decides", "invariant6.supervisor-loss-fails-closed")) {
+            assertTrue(failed.get(check).contains("supplies no"), check + ": " + failed.get(check));
+            assertTrue(failed.get(check).contains("never skipped"), check + ": " + failed.get(check));
+        }
+        // The plain backend supplies honest connect probes: the kit sees them get out.
+        for (String check : List.of("mediation.resolved-open-one-shot", "invariant1.egress-only-via-mediation",
+                "invariant4.only-through-active-backend", "invariant5.boundaries-share-nothing")) {
+            assertTrue(failed.get(check).contains("no pending TCP open"), check + ": " + failed.get(check));
+            assertTrue(failed.get(check).contains("reached directly, around mediation"), check + ": " + failed.get(check));
+        }
+        assertTrue(failed.get("invariant2.nothing-runs-before-controls").contains("'network-mediation'"),
+                failed.get("invariant2.nothing-runs-before-controls"));
+        assertTrue(failed.get("exec.pty-merges-and-resizes").contains("UNAVAILABLE"), failed.get("exec.pty-merges-and-resizes"));
+    }
+
+    static Stream<Arguments> defects() {
+        return Stream.of(
+                Arguments.of(ConfirmWithoutMediation.class, Set.of("lifecycle.confirm-before-mediation-refused")),
+                Arguments.of(StartTwice.class, Set.of("lifecycle.start-twice-refused", "lifecycle.consumed-handles-reject")),
+                Arguments.of(Reattach.class, Set.of("lifecycle.attach-bound-resource-denied")),
+                Arguments.of(ForeignDescriptor.class, Set.of("registry.backend-refuses-foreign-descriptor")),
+                Arguments.of(UnstableWait.class, Set.of("process.await-exit-stable")),
+                Arguments.of(SignalAfterExitIgnored.class,
+                        Set.of("process.signal-after-exit-terminated", "lifecycle.terminated-boundary-refuses")),
+                Arguments.of(ShellStatus.class, Set.of("process.exit-code-and-signal-distinct", "process.signal-delivered")),
+                Arguments.of(MergedStderr.class, Set.of("exec.separate-stdout-stderr")),
+                Arguments.of(ShallowTerminate.class, Set.of("process.terminate-kills-tree")),
+                Arguments.of(SharedTerminate.class, Set.of("lifecycle.terminate-one-leaves-second")),
+                Arguments.of(ForwardDropsBytes.class, Set.of("forward.carries-bytes")),
+                Arguments.of(StaleSession.class, Set.of("lifecycle.session-fresh-per-launch")));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("defects")
+    void brokenBackendFailsExactlyTheChecksItBreaks(Class<? extends PlainTarget> variant, Set<String> broken) {
+        Outcome outcome = run(variant);
+        Set<String> passable = IsolationConformance.checkNames().stream().filter(PASSABLE)
+                .collect(Collectors.toCollection(TreeSet::new));
+        assertEquals(passable, outcome.ran(), "every passable check must run");
+        assertEquals(new TreeSet<>(broken), outcome.failed().keySet(), outcome.toString());
+    }
+
+    /** What one run of the kit reported, per check name. */
+    record Outcome(Set<String> passed, Map<String, String> failed) {
+        Set<String> ran() {
+            Set<String> all = new TreeSet<>(passed);
+            all.addAll(failed.keySet());
+            return all;
+        }
+    }
+
+    static Outcome run(Class<? extends PlainTarget> target) {
+        EngineExecutionResults results = EngineTestKit.engine("junit-jupiter").selectors(selectClass(target)).execute();
+        assertEquals(0, results.containerEvents().failed().count(), () -> "the kit itself broke: "
+                + results.containerEvents().failed().list());
+        assertEquals(0, results.testEvents().skipped().count() + results.testEvents().aborted().count(),
+                "a check was skipped or aborted");
+        Set<String> passed = new LinkedHashSet<>();
+        results.testEvents().succeeded().stream().map(KitBitesTest::name).forEach(passed::add);
+        Map<String, String> failed = new TreeMap<>();
+        results.testEvents().failed().stream().forEach(e -> failed.put(name(e), reason(e)));
+        Set<String> overlap = new HashSet<>(passed);
+        overlap.retainAll(failed.keySet());
+        assertTrue(overlap.isEmpty(), "a check both passed and failed: " + overlap);
+        return new Outcome(passed, failed);
+    }
+
+    private static String name(Event event) {
+        return event.getTestDescriptor().getDisplayName();
+    }
+
+    private static String reason(Event event) {
+        return event.getPayload(TestExecutionResult.class)
+                .flatMap(TestExecutionResult::getThrowable)
+                .map(t -> t.getClass().getSimpleName() + ": " + t.getMessage())
+                .orElse("no reason");
+    }
+
+    static final class Baseline extends PlainTarget {
+        Baseline() {
+            super(Set.of(), name -> true);
+        }
+    }
+
+    static final class ConfirmWithoutMediation extends PlainTarget {
+        ConfirmWithoutMediation() {
+            super(Set.of(Defect.CONFIRM_WITHOUT_MEDIATION), PASSABLE);
+        }
+    }
+
+    static final class StartTwice extends PlainTarget {
+        StartTwice() {
+            super(Set.of(Defect.START_TWICE), PASSABLE);
+        }
+    }
+
+    static final class Reattach extends PlainTarget {
+        Reattach() {
+            super(Set.of(Defect.REATTACH), PASSABLE);
+        }
+    }
+
+    static final class ForeignDescriptor extends PlainTarget {
+        ForeignDescriptor() {
+            super(Set.of(Defect.FOREIGN_DESCRIPTOR), PASSABLE);
+        }
+    }
+
+    static final class UnstableWait extends PlainTarget {
+        UnstableWait() {
+            super(Set.of(Defect.UNSTABLE_WAIT), PASSABLE);
+        }
+    }
+
+    static final class SignalAfterExitIgnored extends PlainTarget {
+        SignalAfterExitIgnored() {
+            super(Set.of(Defect.SIGNAL_AFTER_EXIT_IGNORED), PASSABLE);
+        }
+    }
+
+    static final class ShellStatus extends PlainTarget {
+        ShellStatus() {
+            super(Set.of(Defect.SHELL_STATUS), PASSABLE);
+        }
+    }
+
+    static final class MergedStderr extends PlainTarget {
+        MergedStderr() {
+            super(Set.of(Defect.MERGED_STDERR), PASSABLE);
+        }
+    }
+
+    static final class ShallowTerminate extends PlainTarget {
+        ShallowTerminate() {
+            super(Set.of(Defect.SHALLOW_TERMINATE), PASSABLE);
+        }
+    }
+
+    static final class SharedTerminate extends PlainTarget {
+        SharedTerminate() {
+            super(Set.of(Defect.SHARED_TERMINATE), PASSABLE);
+        }
+    }
+
+    static final class ForwardDropsBytes extends PlainTarget {
+        ForwardDropsBytes() {
+            super(Set.of(Defect.FORWARD_DROPS_BYTES), PASSABLE);
+        }
+    }
+
+    static final class StaleSession extends PlainTarget {
+        StaleSession() {
+            super(Set.of(Defect.STALE_SESSION), PASSABLE);
+        }
+    }
+}

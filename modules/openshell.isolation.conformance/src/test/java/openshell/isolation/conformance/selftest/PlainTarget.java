@@ -1,0 +1,117 @@
+package openshell.isolation.conformance.selftest;
+
+import java.net.URISyntaxException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.UUID;
+import java.util.function.Predicate;
+import java.util.stream.Stream;
+
+import openshell.isolation.AgentSpec;
+import openshell.isolation.BackendKey;
+import openshell.isolation.BackendRegistry;
+import openshell.isolation.PolicySnapshot;
+import openshell.isolation.SandboxContext;
+import openshell.isolation.SandboxId;
+import openshell.isolation.SandboxSessionId;
+import openshell.isolation.TcpDestination;
+import openshell.isolation.TopologyDescriptor;
+import openshell.isolation.WorkloadIdentity;
+import openshell.isolation.conformance.ConformanceTarget;
+import openshell.isolation.conformance.IsolationConformance;
+import openshell.isolation.conformance.Launch;
+import openshell.isolation.spi.IsolationBackendProvider;
+
+import org.junit.jupiter.api.DynamicNode;
+import org.junit.jupiter.api.TestFactory;
+
+/**
+ * The plain backend plugged into the kit. Its probes are honest: a connect probe and a "direct
+ * egress" probe that really connect (nothing stops them), an echo service. It supplies no probe
+ * it could not honour (unresolved identity, unreadable binary, policy, supervisor loss).
+ */
+public class PlainTarget implements ConformanceTarget {
+    private static final SandboxSessionId STALE = SandboxSessionId.fresh();
+    private static final PolicySnapshot POLICY = PolicySnapshot.of(1,
+            "version: 1\nnetwork_policies: {}\n".getBytes(StandardCharsets.UTF_8));
+
+    private final Set<Defect> defects;
+    private final Predicate<String> include;
+    private final PlainProvider provider;
+
+    PlainTarget(Set<Defect> defects, Predicate<String> include) {
+        this.defects = Set.copyOf(defects);
+        this.include = include;
+        this.provider = new PlainProvider(defects);
+    }
+
+    /**
+     * The service provider method: the plain backend without defects, every check, for the
+     * command-line runner.
+     *
+     * @return the target
+     */
+    public static PlainTarget provider() {
+        return new PlainTarget(Set.of(), name -> true);
+    }
+
+    @Override
+    public BackendKey backend() {
+        return PlainBackend.KEY;
+    }
+
+    @Override
+    public IsolationBackendProvider backendProvider() {
+        return provider;
+    }
+
+    @Override
+    public BackendRegistry registry() {
+        return BackendRegistry.of(List.of(provider));
+    }
+
+    @Override
+    public Launch freshLaunch(AgentSpec agent) {
+        String environment = "plain-" + UUID.randomUUID();
+        SandboxSessionId session = defects.contains(Defect.STALE_SESSION) ? STALE : SandboxSessionId.fresh();
+        return new Launch(TopologyDescriptor.of(PlainBackend.KEY, environment.getBytes(StandardCharsets.UTF_8)),
+                new SandboxContext(new SandboxId(environment), session, POLICY, agent, WorkloadIdentity.of(65534, 65534)));
+    }
+
+    @Override
+    public Optional<List<String>> connectProbe(TcpDestination destination) {
+        return Optional.of(java(ConnectProbe.class, destination.address().getHostAddress(), String.valueOf(destination.port())));
+    }
+
+    @Override
+    public Optional<List<String>> directEgressProbe(TcpDestination destination) {
+        // Nothing to get around: an ordinary connect is already direct egress here.
+        return connectProbe(destination);
+    }
+
+    @Override
+    public Optional<List<String>> loopbackEchoProbe() {
+        return Optional.of(java(EchoProbe.class));
+    }
+
+    @TestFactory
+    @Override
+    public Stream<DynamicNode> isolationConformance() {
+        return IsolationConformance.checks(this, include);
+    }
+
+    private static List<String> java(Class<?> program, String... args) {
+        Path classes;
+        try {
+            classes = Path.of(program.getProtectionDomain().getCodeSource().getLocation().toURI());
+        } catch (URISyntaxException e) {
+            throw new IllegalStateException(e);
+        }
+        Path java = Path.of(System.getProperty("java.home"), "bin", "java");
+        return Stream.concat(Stream.of(java.toString(), "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx32m",
+                "-cp", classes.toString(), program.getName()), Stream.of(args)).toList();
+    }
+}
