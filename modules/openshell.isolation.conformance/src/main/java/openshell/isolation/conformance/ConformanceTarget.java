@@ -70,6 +70,17 @@ public interface ConformanceTarget {
     }
 
     /**
+     * A program that sends one DNS query (type A, over UDP) for the given name to the workload's
+     * resolver and waits for the response: exit 0 if any response arrived, non-zero otherwise.
+     *
+     * @param name the name to ask for; the kit recognises its query by it
+     * @return its argv, or empty if the backend cannot supply one
+     */
+    default Optional<List<String>> dnsProbe(String name) {
+        return Optional.empty();
+    }
+
+    /**
      * A program that tries to reach the destination around mediation by every path the backend
      * knows of (raw sockets, UDP, other address families, a host interface): exit 0 if any
      * reached it.

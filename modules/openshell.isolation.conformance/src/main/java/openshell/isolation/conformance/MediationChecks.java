@@ -9,8 +9,11 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
 
+import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
 
 import openshell.isolation.BackendException.Kind;
 import openshell.isolation.BinaryIdentity;
@@ -20,6 +23,7 @@ import openshell.isolation.ExecSession;
 import openshell.isolation.ExitStatus;
 import openshell.isolation.Executable;
 import openshell.isolation.IdentityResolution;
+import openshell.isolation.PendingDnsQuery;
 import openshell.isolation.PendingTcpOpen;
 import openshell.isolation.TcpDestination;
 
@@ -32,6 +36,7 @@ final class MediationChecks {
         return List.of(
                 new Check("mediation.resolved-open-one-shot", MediationChecks::resolvedOpenOneShot),
                 new Check("mediation.unresolved-open-only-denied", MediationChecks::unresolvedOnlyDenied),
+                new Check("mediation.dns-query-one-shot", MediationChecks::dnsQueryOneShot),
                 new Check("identity.missing-digest-empty", MediationChecks::missingDigestEmpty),
                 new Check("identity.unreadable-binary-digest-empty", MediationChecks::unreadableBinaryDigestEmpty));
     }
@@ -83,6 +88,28 @@ final class MediationChecks {
                     "an unresolved identity must end in a failed connect()");
             assertEquals(0, listener.accepted());
         }
+    }
+
+    private static void dnsQueryOneShot(Workbench bench) {
+        String name = "conformance-probe.invalid";
+        List<String> probe = required(bench.target().dnsProbe(name), "DNS probe", "that DNS queries are mediated");
+        Workbench.Started started = bench.startIdle();
+        ExecSession session = bench.exec(started.running(), probe);
+        long deadline = System.nanoTime() + IsolationConformance.WAIT.toNanos();
+        Optional<PendingDnsQuery> pending = Optional.empty();
+        while (pending.isEmpty() && System.nanoTime() < deadline && session.process().awaitExit(Duration.ZERO).isEmpty()) {
+            pending = started.source().acceptDns(IsolationConformance.POLL);
+        }
+        PendingDnsQuery query = pending.orElseGet(() -> fail("no DNS query reached the mediation source ("
+                + session.process().awaitExit(Duration.ZERO).map(s -> "the probe ended with " + s).orElse("the probe still runs") + ")"));
+        byte[] message = query.query();
+        assertEquals(name, DnsMessages.questionName(message), "the pending query must carry the workload's question");
+        expect(Kind.INVALID, () -> query.answer(new byte[PendingDnsQuery.MAX_MESSAGE_BYTES + 1]), "an oversized answer");
+        // The refused answer decided nothing: a valid one still goes through, once.
+        query.answer(DnsMessages.nameError(message));
+        expect(Kind.INVALID, () -> query.answer(DnsMessages.nameError(message)), "a second answer");
+        expect(Kind.INVALID, () -> query.refuse(DenyReason.POLICY), "refusing an answered query");
+        assertEquals(new ExitStatus.Exited(0), await(session.process(), "the DNS probe"), "the answer must reach the workload");
     }
 
     private static void missingDigestEmpty(Workbench bench) {

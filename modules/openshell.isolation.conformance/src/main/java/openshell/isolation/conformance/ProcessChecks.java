@@ -225,7 +225,8 @@ final class ProcessChecks {
     private static int listeningPort(ExecSession server) {
         String line = readLine(server.stdout(), "the echo service's stdout");
         if (!line.startsWith("listening ")) {
-            fail("the echo probe must print 'listening <port>' first, printed '" + line + "'");
+            fail("the echo probe must print 'listening <port>' first, printed " + line.length() + " characters: '"
+                    + line.substring(0, Math.min(line.length(), 40)) + "'");
         }
         return Integer.parseInt(line.substring("listening ".length()).trim());
     }

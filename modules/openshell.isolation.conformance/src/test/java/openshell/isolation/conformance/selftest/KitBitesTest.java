@@ -8,6 +8,7 @@ import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
@@ -37,6 +38,7 @@ class KitBitesTest {
             "exec.pty-merges-and-resizes",
             "mediation.resolved-open-one-shot",
             "mediation.unresolved-open-only-denied",
+            "mediation.dns-query-one-shot",
             "identity.unreadable-binary-digest-empty",
             "invariant1.egress-only-via-mediation",
             "invariant2.nothing-runs-before-controls",
@@ -70,7 +72,8 @@ class KitBitesTest {
     @Test
     void missingProbesAndLeaksFailLoudlyWithTheReason() {
         Map<String, String> failed = baseline().failed();
-        for (String check : List.of("mediation.unresolved-open-only-denied", "identity.unreadable-binary-digest-empty",
+        for (String check : List.of("mediation.unresolved-open-only-denied", "mediation.dns-query-one-shot",
+                "identity.unreadable-binary-digest-empty",
                 "invariant3.whole-policy-decides", "invariant6.supervisor-loss-fails-closed")) {
             assertTrue(failed.get(check).contains("supplies no"), check + ": " + failed.get(check));
             assertTrue(failed.get(check).contains("never skipped"), check + ": " + failed.get(check));
@@ -84,6 +87,14 @@ class KitBitesTest {
         assertTrue(failed.get("invariant2.nothing-runs-before-controls").contains("'network-mediation'"),
                 failed.get("invariant2.nothing-runs-before-controls"));
         assertTrue(failed.get("exec.pty-merges-and-resizes").contains("UNAVAILABLE"), failed.get("exec.pty-merges-and-resizes"));
+    }
+
+    @Test
+    void probeOutputIsReadUpToMaxProbeOutputAndNoFurther() {
+        String atBound = run(EchoLineAtBound.class).failed().get("forward.carries-bytes");
+        assertTrue(atBound.contains("printed " + IsolationConformance.MAX_PROBE_OUTPUT + " characters"), atBound);
+        String overBound = run(EchoLineOverBound.class).failed().get("forward.carries-bytes");
+        assertTrue(overBound.contains("exceeds " + IsolationConformance.MAX_PROBE_OUTPUT + " bytes"), overBound);
     }
 
     static Stream<Arguments> defects() {
@@ -152,6 +163,30 @@ class KitBitesTest {
     static final class Baseline extends PlainTarget {
         Baseline() {
             super(Set.of(), name -> true);
+        }
+    }
+
+    /** An echo probe whose first line is exactly as long as the kit reads. */
+    static final class EchoLineAtBound extends PlainTarget {
+        EchoLineAtBound() {
+            super(Set.of(), "forward.carries-bytes"::equals);
+        }
+
+        @Override
+        public Optional<List<String>> loopbackEchoProbe() {
+            return Optional.of(java(LineProbe.class, String.valueOf(IsolationConformance.MAX_PROBE_OUTPUT)));
+        }
+    }
+
+    /** An echo probe whose first line is one byte longer than the kit reads. */
+    static final class EchoLineOverBound extends PlainTarget {
+        EchoLineOverBound() {
+            super(Set.of(), "forward.carries-bytes"::equals);
+        }
+
+        @Override
+        public Optional<List<String>> loopbackEchoProbe() {
+            return Optional.of(java(LineProbe.class, String.valueOf(IsolationConformance.MAX_PROBE_OUTPUT + 1)));
         }
     }
 

@@ -103,7 +103,7 @@ public class PlainTarget implements ConformanceTarget {
         return IsolationConformance.checks(this, include);
     }
 
-    private static List<String> java(Class<?> program, String... args) {
+    static List<String> java(Class<?> program, String... args) {
         Path classes;
         try {
             classes = Path.of(program.getProtectionDomain().getCodeSource().getLocation().toURI());
