@@ -18,6 +18,7 @@
  * <caption>Bounds owned by this module (constants of {@code IsolationConformance})</caption>
  * <tr><th>Constant</th><th>Value</th><th>At the bound</th></tr>
  * <tr><td>{@code WAIT}</td><td>30 s</td><td>the awaited event (exit, pending open, end of stream) did not happen: the check fails</td></tr>
+ * <tr><td>{@code TERMINATE_BOUND}</td><td>10 s</td><td>a descendant still alive after its process's terminate(): the check fails</td></tr>
  * <tr><td>{@code CHECK_BOUND}</td><td>120 s</td><td>the whole check is interrupted and fails</td></tr>
  * <tr><td>{@code QUIET_WINDOW}</td><td>1 s</td><td>nothing that must not happen happened: the check goes on</td></tr>
  * <tr><td>{@code MAX_PROBE_OUTPUT}</td><td>64 KiB</td><td>a probe stream longer than this fails the check</td></tr>

@@ -22,6 +22,8 @@ import org.junit.jupiter.api.DynamicTest;
 public final class IsolationConformance {
     /** Longest wait for any one expected event: a process exit, a pending open, end of a stream. */
     public static final Duration WAIT = Duration.ofSeconds(30);
+    /** Longest a descendant may outlive its process's terminate(); a tree kill takes milliseconds. */
+    public static final Duration TERMINATE_BOUND = Duration.ofSeconds(10);
     /** Longest a whole check may run; at the bound it fails. */
     public static final Duration CHECK_BOUND = Duration.ofSeconds(120);
     /** How long the kit watches for something that must not happen (an open before start, at another boundary). */

@@ -123,10 +123,11 @@ final class ProcessChecks {
         session.process().terminate();
         await(session.process(), "a terminated exec");
         // Asked from inside the boundary, by pid: a stream closing is no proof, a runtime may close it early.
-        long deadline = System.nanoTime() + IsolationConformance.WAIT.toNanos();
+        long deadline = System.nanoTime() + IsolationConformance.TERMINATE_BOUND.toNanos();
         while (alive(bench, running, descendant)) {
             if (System.nanoTime() > deadline) {
-                fail("a descendant (pid " + descendant + " inside the boundary) outlived terminate() by " + IsolationConformance.WAIT);
+                fail("a descendant (pid " + descendant + " inside the boundary) outlived terminate() by "
+                        + IsolationConformance.TERMINATE_BOUND);
             }
             Thread.sleep(IsolationConformance.POLL);
         }
