@@ -50,6 +50,16 @@ public interface ConformanceTarget {
     Launch freshLaunch(AgentSpec agent);
 
     /**
+     * Releases what {@link #freshLaunch} provisioned, as the driver's trusted cleanup would. The
+     * kit calls it for every launch when the check ends, after terminating or aborting whatever it
+     * attached, including launches it never attached.
+     *
+     * @param launch a launch this target made
+     */
+    default void discard(Launch launch) {
+    }
+
+    /**
      * @return an absolute path to a POSIX shell inside the workload; the kit's own programs are
      *         {@code sh -c} scripts using only shell builtins, {@code sleep}, {@code cat} and
      *         {@code stty}

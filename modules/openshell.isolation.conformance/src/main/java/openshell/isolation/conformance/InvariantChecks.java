@@ -83,7 +83,7 @@ final class InvariantChecks {
             BoundBoundary bound = bench.attach(bench.launch(AgentSpec.of(connect)));
             NetworkMediationSource source = bench.mediation(bound);
             quiet(source, "after attach");
-            ReadyBoundary ready = bound.confirm();
+            ReadyBoundary ready = bench.confirm(bound);
             ConfirmationEvidence evidence = ready.evidence();
             assertTrue(evidence.controls().stream().anyMatch(c -> c.name().equals(MEDIATION_CONTROL)),
                     "confirm must prove '" + MEDIATION_CONTROL + "' in force; evidence: " + evidence.controls());
@@ -120,11 +120,13 @@ final class InvariantChecks {
             heldOpen(started.source(), session, destination, listener).deny(DenyReason.POLICY);
             await(session.process(), "the denied exec");
             VerifiedTopologyDescriptor verified = bench.verify(LifecycleChecks.relaunch(started.launch()));
-            expect(Kind.DENIED, () -> bench.backend(verified).attach(verified, LifecycleChecks.relaunch(started.launch()).context()),
+            expect(Kind.DENIED, () -> bench.adopt(bench.backend(verified).attach(verified,
+                            LifecycleChecks.relaunch(started.launch()).context())),
                     "a second backend instance attaching the active boundary");
             started.running().terminate();
             expect(Kind.TERMINATED, () -> bench.exec(started.running(), connect), "exec after terminate");
-            expect(Kind.TERMINATED, () -> started.running().portForward().connect(LoopbackTarget.of(1)), "forward after terminate");
+            expect(Kind.TERMINATED, () -> bench.adopt(started.running().portForward().connect(LoopbackTarget.of(1))),
+                    "forward after terminate");
         }
     }
 

@@ -51,23 +51,23 @@ final class LifecycleChecks {
 
     private static void confirmBeforeMediation(Workbench bench) {
         BoundBoundary bound = bench.attach(bench.launch(bench.idleAgent()));
-        expect(Kind.INVALID, bound::confirm, "confirm before the mediation source is taken");
+        expect(Kind.INVALID, () -> bench.adopt(bound.confirm()), "confirm before the mediation source is taken");
         // The refusal did not consume the handle: the right order still works.
         bench.mediation(bound);
-        bench.start(bound.confirm());
+        bench.start(bench.confirm(bound));
     }
 
     private static void mediationOnce(Workbench bench) {
         BoundBoundary bound = bench.attach(bench.launch(bench.idleAgent()));
         bench.mediation(bound);
-        expect(Kind.INVALID, bound::mediation, "taking the mediation source twice");
-        bench.start(bound.confirm());
+        expect(Kind.INVALID, () -> bench.adopt(bound.mediation()), "taking the mediation source twice");
+        bench.start(bench.confirm(bound));
     }
 
     private static void startTwice(Workbench bench) {
         BoundBoundary bound = bench.attach(bench.launch(bench.idleAgent()));
         bench.mediation(bound);
-        ReadyBoundary ready = bound.confirm();
+        ReadyBoundary ready = bench.confirm(bound);
         RunningBoundary running = bench.start(ready);
         expect(Kind.INVALID, () -> bench.start(ready), "starting the agent twice");
         assertTrue(running.running(), "the first start must be unaffected");
@@ -76,26 +76,26 @@ final class LifecycleChecks {
     private static void consumedHandles(Workbench bench) {
         BoundBoundary bound = bench.attach(bench.launch(bench.idleAgent()));
         bench.mediation(bound);
-        ReadyBoundary ready = bound.confirm();
-        expect(Kind.INVALID, bound::mediation, "mediation() on a confirmed bound handle");
-        expect(Kind.INVALID, bound::confirm, "confirm() on a confirmed bound handle");
+        ReadyBoundary ready = bench.confirm(bound);
+        expect(Kind.INVALID, () -> bench.adopt(bound.mediation()), "mediation() on a confirmed bound handle");
+        expect(Kind.INVALID, () -> bench.adopt(bound.confirm()), "confirm() on a confirmed bound handle");
         expect(Kind.INVALID, bound::abort, "abort() on a confirmed bound handle");
         bench.start(ready);
         expect(Kind.INVALID, ready::evidence, "evidence() on a started ready handle");
-        expect(Kind.INVALID, ready::startAgent, "startAgent() on a started ready handle");
+        expect(Kind.INVALID, () -> bench.adopt(ready.startAgent()), "startAgent() on a started ready handle");
         expect(Kind.INVALID, ready::abort, "abort() on a started ready handle");
 
         BoundBoundary aborted = bench.attach(bench.launch(bench.idleAgent()));
         aborted.abort();
-        expect(Kind.INVALID, aborted::mediation, "mediation() on an aborted bound handle");
-        expect(Kind.INVALID, aborted::confirm, "confirm() on an aborted bound handle");
+        expect(Kind.INVALID, () -> bench.adopt(aborted.mediation()), "mediation() on an aborted bound handle");
+        expect(Kind.INVALID, () -> bench.adopt(aborted.confirm()), "confirm() on an aborted bound handle");
         expect(Kind.INVALID, aborted::abort, "abort() on an aborted bound handle");
 
         BoundBoundary third = bench.attach(bench.launch(bench.idleAgent()));
         bench.mediation(third);
-        ReadyBoundary abortedReady = third.confirm();
+        ReadyBoundary abortedReady = bench.confirm(third);
         abortedReady.abort();
-        expect(Kind.INVALID, abortedReady::startAgent, "startAgent() on an aborted ready handle");
+        expect(Kind.INVALID, () -> bench.adopt(abortedReady.startAgent()), "startAgent() on an aborted ready handle");
         expect(Kind.INVALID, abortedReady::evidence, "evidence() on an aborted ready handle");
         expect(Kind.INVALID, abortedReady::abort, "abort() on an aborted ready handle");
     }
@@ -105,11 +105,11 @@ final class LifecycleChecks {
         BoundBoundary bound = bench.attach(launch);
         Launch again = relaunch(launch);
         VerifiedTopologyDescriptor verified = bench.verify(again);
-        expect(Kind.DENIED, () -> bench.backend(verified).attach(verified, again.context()),
+        expect(Kind.DENIED, () -> bench.adopt(bench.backend(verified).attach(verified, again.context())),
                 "attaching an environment that is already bound");
         bench.mediation(bound);
-        RunningBoundary running = bench.start(bound.confirm());
-        expect(Kind.DENIED, () -> bench.backend(verified).attach(verified, again.context()),
+        RunningBoundary running = bench.start(bench.confirm(bound));
+        expect(Kind.DENIED, () -> bench.adopt(bench.backend(verified).attach(verified, again.context())),
                 "attaching an environment whose agent runs");
         assertTrue(running.running(), "a refused attach must not disturb the running boundary");
     }
@@ -119,9 +119,9 @@ final class LifecycleChecks {
         running.terminate();
         assertFalse(running.running(), "a terminated boundary must say so");
         ExitStatus agent = await(running.agent(), "the agent of a terminated boundary");
-        expect(Kind.TERMINATED, () -> running.exec().exec(ExecSpec.of(bench.target().shell(), "-c", "exit 0")),
+        expect(Kind.TERMINATED, () -> bench.adopt(running.exec().exec(ExecSpec.of(bench.target().shell(), "-c", "exit 0"))),
                 "exec in a terminated boundary");
-        expect(Kind.TERMINATED, () -> running.portForward().connect(LoopbackTarget.of(1)),
+        expect(Kind.TERMINATED, () -> bench.adopt(running.portForward().connect(LoopbackTarget.of(1))),
                 "a port forward into a terminated boundary");
         expect(Kind.TERMINATED, () -> running.agent().signal(ProcessSignal.TERM), "a signal to the agent of a terminated boundary");
         running.terminate();
@@ -132,7 +132,7 @@ final class LifecycleChecks {
         RunningBoundary running = bench.start(bench.script("exit 0")).running();
         assertEquals(new ExitStatus.Exited(0), await(running.agent(), "the agent"));
         assertFalse(running.running(), "the boundary must end with its agent");
-        expect(Kind.TERMINATED, () -> running.exec().exec(ExecSpec.of(bench.target().shell(), "-c", "exit 0")),
+        expect(Kind.TERMINATED, () -> bench.adopt(running.exec().exec(ExecSpec.of(bench.target().shell(), "-c", "exit 0"))),
                 "exec after the agent ended");
     }
 

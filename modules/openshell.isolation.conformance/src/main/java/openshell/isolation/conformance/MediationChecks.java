@@ -56,7 +56,7 @@ final class MediationChecks {
             assertTrue(open.socket().inode() > 0);
             open.deny(DenyReason.POLICY);
             expect(Kind.INVALID, () -> open.deny(DenyReason.POLICY), "a second decision");
-            expect(Kind.INVALID, open::allow, "allowing a denied open");
+            expect(Kind.INVALID, () -> bench.adopt(open.allow()), "allowing a denied open");
             assertNotEquals(new ExitStatus.Exited(0), await(denied.process(), "the denied connect probe"),
                     "a denied connect() must fail in the workload");
 
@@ -82,7 +82,7 @@ final class MediationChecks {
             IdentityResolution.Unresolved unresolved = assertInstanceOf(IdentityResolution.Unresolved.class, open.identity(),
                     "the probe's identity must be delivered as unresolved, not guessed");
             assertFalse(unresolved.reason().isBlank());
-            expect(Kind.DENIED, open::allow, "allowing an open whose identity is unresolved");
+            expect(Kind.DENIED, () -> bench.adopt(open.allow()), "allowing an open whose identity is unresolved");
             expect(Kind.INVALID, () -> open.deny(DenyReason.IDENTITY_UNRESOLVED), "deciding again after the refused allow");
             assertNotEquals(new ExitStatus.Exited(0), await(session.process(), "the unresolved probe"),
                     "an unresolved identity must end in a failed connect()");

@@ -219,7 +219,7 @@ final class ProcessChecks {
             within(IsolationConformance.WAIT, "the echo service's end of stream", () -> readBytes(channel.input()));
         }
         await(server.process(), "the echo service");
-        expect(Kind.FAILED, () -> running.portForward().connect(LoopbackTarget.of(port)),
+        expect(Kind.FAILED, () -> bench.adopt(running.portForward().connect(LoopbackTarget.of(port))),
                 "a forward to a loopback port where nothing listens");
     }
 

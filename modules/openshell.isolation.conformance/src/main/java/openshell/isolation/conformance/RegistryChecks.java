@@ -87,7 +87,7 @@ final class RegistryChecks {
         BackendRegistry both = BackendRegistry.of(List.of(target.backendProvider(), new Decoy(DECOY)));
         VerifiedTopologyDescriptor foreign = both.verify(TopologyDescriptor.of(DECOY, launch.descriptor().payload()), DECOY);
         IsolationBackend backend = both.backend(both.verify(launch.descriptor(), target.backend()));
-        expect(Kind.INVALID, () -> backend.attach(foreign, launch.context()),
+        expect(Kind.INVALID, () -> bench.adopt(backend.attach(foreign, launch.context())),
                 "attaching a descriptor verified for " + DECOY + " with " + target.backend());
         // The refusal changed nothing: the environment is still free to attach.
         BoundBoundary bound = bench.attach(launch);

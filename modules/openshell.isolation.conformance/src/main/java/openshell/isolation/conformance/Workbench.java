@@ -67,6 +67,7 @@ final class Workbench implements AutoCloseable {
 
     Launch launch(AgentSpec agent) {
         Launch launch = target.freshLaunch(agent);
+        onClose(() -> target.discard(launch));
         assertEquals(agent, launch.context().agent(), "freshLaunch must carry the agent unchanged");
         assertEquals(target.backend(), launch.descriptor().backend(), "freshLaunch must write a descriptor for the backend under test");
         return launch;
@@ -93,6 +94,11 @@ final class Workbench implements AutoCloseable {
         return source;
     }
 
+    /** Confirms; the ready handle is aborted at the end unless something consumed it first. */
+    ReadyBoundary confirm(BoundBoundary bound) {
+        return adopt(bound.confirm());
+    }
+
     RunningBoundary start(ReadyBoundary ready) {
         RunningBoundary running = ready.startAgent();
         onClose(running::terminate);
@@ -103,7 +109,7 @@ final class Workbench implements AutoCloseable {
         Launch launch = launch(agent);
         BoundBoundary bound = attach(launch);
         NetworkMediationSource source = mediation(bound);
-        ReadyBoundary ready = bound.confirm();
+        ReadyBoundary ready = confirm(bound);
         ConfirmationEvidence evidence = ready.evidence();
         return new Started(launch, source, evidence, start(ready));
     }
@@ -127,6 +133,33 @@ final class Workbench implements AutoCloseable {
 
     ExecSession sh(RunningBoundary running, String script) {
         return exec(running, List.of(target.shell(), "-c", script));
+    }
+
+    /**
+     * Takes charge of whatever a call that should have been refused returned, so a backend that
+     * wrongly says yes is still cleaned up after; the check then fails on the missing refusal.
+     */
+    <T> T adopt(T result) {
+        switch (result) {
+            case BoundBoundary bound -> onClose(() -> quietly(bound::abort));
+            case ReadyBoundary ready -> onClose(() -> quietly(ready::abort));
+            case RunningBoundary running -> onClose(running::terminate);
+            case NetworkMediationSource source -> onClose(source::close);
+            case ExecSession session -> onClose(() -> {
+                quietly(session.process()::terminate);
+                quietly(session::close);
+            });
+            case AutoCloseable closeable -> onClose(() -> {
+                try {
+                    closeable.close();
+                } catch (Exception ignored) {
+                    // Releasing what should never have been opened.
+                }
+            });
+            case null, default -> {
+            }
+        }
+        return result;
     }
 
     void onClose(Runnable action) {

@@ -65,6 +65,8 @@ class KitBitesTest {
         Outcome outcome = baseline();
         assertEquals(new TreeSet<>(IsolationConformance.checkNames()), outcome.ran(), "every check must run; none skipped");
         assertEquals(new TreeSet<>(NEEDS_ISOLATION), outcome.failed().keySet(), outcome.toString());
+        assertEquals(Set.of(), PlainTarget.provisioned(), "the kit must discard every launch it made");
+        assertEquals(Set.of(), PlainBackend.bound(), "the kit must release every boundary it attached");
         assertTrue(outcome.passed().containsAll(List.of("lifecycle.start-twice-refused", "process.exit-code-and-signal-distinct",
                 "exec.separate-stdout-stderr", "forward.carries-bytes", "registry.mismatch-denied-no-fallback")));
     }

@@ -75,6 +75,11 @@ final class PlainBackend implements IsolationBackend {
         return new Bound(environment, context);
     }
 
+    /** @return environments bound now, by any instance */
+    static Set<String> bound() {
+        return Set.copyOf(BOUND);
+    }
+
     private static void release(String environment) {
         BOUND.remove(environment);
     }

@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Predicate;
 import java.util.stream.Stream;
 
@@ -37,6 +38,9 @@ public class PlainTarget implements ConformanceTarget {
     private static final SandboxSessionId STALE = SandboxSessionId.fresh();
     private static final PolicySnapshot POLICY = PolicySnapshot.of(1,
             "version: 1\nnetwork_policies: {}\n".getBytes(StandardCharsets.UTF_8));
+
+    /** Environments provisioned and not yet discarded, across every plain target. */
+    private static final Set<String> PROVISIONED = ConcurrentHashMap.newKeySet();
 
     private final Set<Defect> defects;
     private final Predicate<String> include;
@@ -76,9 +80,20 @@ public class PlainTarget implements ConformanceTarget {
     @Override
     public Launch freshLaunch(AgentSpec agent) {
         String environment = "plain-" + UUID.randomUUID();
+        PROVISIONED.add(environment);
         SandboxSessionId session = defects.contains(Defect.STALE_SESSION) ? STALE : SandboxSessionId.fresh();
         return new Launch(TopologyDescriptor.of(PlainBackend.KEY, environment.getBytes(StandardCharsets.UTF_8)),
                 new SandboxContext(new SandboxId(environment), session, POLICY, agent, WorkloadIdentity.of(65534, 65534)));
+    }
+
+    @Override
+    public void discard(Launch launch) {
+        PROVISIONED.remove(new String(launch.descriptor().payload(), StandardCharsets.UTF_8));
+    }
+
+    /** @return environments provisioned and not discarded */
+    static Set<String> provisioned() {
+        return Set.copyOf(PROVISIONED);
     }
 
     @Override
