@@ -8,7 +8,6 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.function.Predicate;
 import java.util.stream.Stream;
 
 import openshell.isolation.AgentSpec;
@@ -22,12 +21,8 @@ import openshell.isolation.TcpDestination;
 import openshell.isolation.TopologyDescriptor;
 import openshell.isolation.WorkloadIdentity;
 import openshell.isolation.conformance.ConformanceTarget;
-import openshell.isolation.conformance.IsolationConformance;
 import openshell.isolation.conformance.Launch;
 import openshell.isolation.spi.IsolationBackendProvider;
-
-import org.junit.jupiter.api.DynamicNode;
-import org.junit.jupiter.api.TestFactory;
 
 /**
  * The plain backend plugged into the kit. Its probes are honest: a connect probe and a "direct
@@ -43,23 +38,21 @@ public class PlainTarget implements ConformanceTarget {
     private static final Set<String> PROVISIONED = ConcurrentHashMap.newKeySet();
 
     private final Set<Defect> defects;
-    private final Predicate<String> include;
     private final PlainProvider provider;
 
-    PlainTarget(Set<Defect> defects, Predicate<String> include) {
+    PlainTarget(Set<Defect> defects) {
         this.defects = Set.copyOf(defects);
-        this.include = include;
         this.provider = new PlainProvider(defects);
     }
 
     /**
-     * The service provider method: the plain backend without defects, every check, for the
-     * command-line runner.
+     * The service provider method: the plain backend without defects, for the command-line
+     * runner.
      *
      * @return the target
      */
     public static PlainTarget provider() {
-        return new PlainTarget(Set.of(), name -> true);
+        return new PlainTarget(Set.of());
     }
 
     @Override
@@ -110,12 +103,6 @@ public class PlainTarget implements ConformanceTarget {
     @Override
     public Optional<List<String>> loopbackEchoProbe() {
         return Optional.of(java(EchoProbe.class));
-    }
-
-    @TestFactory
-    @Override
-    public Stream<DynamicNode> isolationConformance() {
-        return IsolationConformance.checks(this, include);
     }
 
     static List<String> java(Class<?> program, String... args) {
