@@ -2,6 +2,7 @@ package openshell.isolation.conformance;
 
 import static openshell.isolation.conformance.Workbench.await;
 import static openshell.isolation.conformance.Workbench.expect;
+import static openshell.isolation.conformance.Workbench.finish;
 import static openshell.isolation.conformance.Workbench.heldOpen;
 import static openshell.isolation.conformance.Workbench.required;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -59,13 +60,13 @@ final class InvariantChecks {
             // The destination is reachable through mediation, so a failed direct attempt means the fence held.
             ExecSession mediated = bench.exec(started.running(), connect);
             try (ByteChannel _ = heldOpen(started.source(), mediated, destination, listener).allow()) {
-                assertEquals(new ExitStatus.Exited(0), await(mediated.process(), "the mediated connect probe"),
+                assertEquals(new ExitStatus.Exited(0), finish(mediated, "the mediated connect probe"),
                         "an allowed open must connect");
             }
             AtomicBoolean draining = denyEverything(started.source());
             try {
                 ExecSession bypass = bench.exec(started.running(), direct);
-                ExitStatus status = await(bypass.process(), "the direct-egress probe");
+                ExitStatus status = finish(bypass, "the direct-egress probe");
                 assertEquals(0, listener.accepted(), "the workload reached " + destination + " around mediation");
                 assertNotEquals(new ExitStatus.Exited(0), status, "the direct-egress probe reports that it got out");
             } finally {
@@ -106,7 +107,7 @@ final class InvariantChecks {
                 "the backend must enforce the whole policy of the launch, not another document");
         List<String> forbidden = required(bench.target().policyForbiddenProbe(), "policy-forbidden probe", "invariant 3");
         ExecSession session = bench.exec(started.running(), forbidden);
-        assertNotEquals(new ExitStatus.Exited(0), await(session.process(), "the policy-forbidden probe"),
+        assertNotEquals(new ExitStatus.Exited(0), finish(session, "the policy-forbidden probe"),
                 "an action the launch's policy forbids succeeded");
     }
 
@@ -118,7 +119,7 @@ final class InvariantChecks {
             // An exec is behind the same controls as the agent: its connect is mediated too.
             ExecSession session = bench.exec(started.running(), connect);
             heldOpen(started.source(), session, destination, listener).deny(DenyReason.POLICY);
-            await(session.process(), "the denied exec");
+            finish(session, "the denied exec");
             VerifiedTopologyDescriptor verified = bench.verify(LifecycleChecks.relaunch(started.launch()));
             expect(Kind.DENIED, () -> bench.adopt(bench.backend(verified).attach(verified,
                             LifecycleChecks.relaunch(started.launch()).context())),
@@ -143,13 +144,13 @@ final class InvariantChecks {
             ExecSession first = bench.exec(b.running(), connect);
             heldOpen(b.source(), first, destination, listener).deny(DenyReason.POLICY);
             quiet(a.source(), "at boundary A while B connected");
-            await(first.process(), "B's probe");
+            finish(first, "B's probe");
 
             a.running().terminate();
             assertTrue(b.running().running(), "terminating A must leave B running");
             ExecSession second = bench.exec(b.running(), connect);
             heldOpen(b.source(), second, destination, listener).deny(DenyReason.POLICY);
-            await(second.process(), "B's second probe");
+            finish(second, "B's second probe");
         }
     }
 
@@ -162,7 +163,7 @@ final class InvariantChecks {
             bench.target().loseSupervisor(started.running(), started.source());
             try {
                 ExecSession session = bench.exec(started.running(), connect);
-                assertNotEquals(new ExitStatus.Exited(0), await(session.process(), "a connect after supervisor loss"),
+                assertNotEquals(new ExitStatus.Exited(0), finish(session, "a connect after supervisor loss"),
                         "a connect after supervisor loss must fail closed");
             } catch (BackendException refused) {
                 // Refusing the exec itself is failing closed too.

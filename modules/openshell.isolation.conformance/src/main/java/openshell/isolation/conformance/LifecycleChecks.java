@@ -2,6 +2,7 @@ package openshell.isolation.conformance;
 
 import static openshell.isolation.conformance.Workbench.await;
 import static openshell.isolation.conformance.Workbench.expect;
+import static openshell.isolation.conformance.Workbench.finish;
 import static openshell.isolation.conformance.Workbench.readAll;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -146,7 +147,7 @@ final class LifecycleChecks {
         assertTrue(second.agent().awaitExit(Duration.ZERO).isEmpty(), "the other boundary's agent must still run");
         ExecSession session = bench.sh(second, "echo alive");
         assertEquals("alive\n", readAll(session.stdout(), "stdout of an exec in the surviving boundary"));
-        assertEquals(new ExitStatus.Exited(0), await(session.process(), "an exec in the surviving boundary"));
+        assertEquals(new ExitStatus.Exited(0), finish(session, "an exec in the surviving boundary"));
     }
 
     /** The same environment and sandbox in a new launch: what a second supervisor would try. */

@@ -2,6 +2,7 @@ package openshell.isolation.conformance;
 
 import static openshell.isolation.conformance.Workbench.await;
 import static openshell.isolation.conformance.Workbench.expect;
+import static openshell.isolation.conformance.Workbench.finish;
 import static openshell.isolation.conformance.Workbench.heldOpen;
 import static openshell.isolation.conformance.Workbench.required;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -57,14 +58,14 @@ final class MediationChecks {
             open.deny(DenyReason.POLICY);
             expect(Kind.INVALID, () -> open.deny(DenyReason.POLICY), "a second decision");
             expect(Kind.INVALID, () -> bench.adopt(open.allow()), "allowing a denied open");
-            assertNotEquals(new ExitStatus.Exited(0), await(denied.process(), "the denied connect probe"),
+            assertNotEquals(new ExitStatus.Exited(0), finish(denied, "the denied connect probe"),
                     "a denied connect() must fail in the workload");
 
             ExecSession allowed = bench.exec(started.running(), connect);
             PendingTcpOpen second = heldOpen(started.source(), allowed, destination, listener);
             try (ByteChannel _ = second.allow()) {
                 expect(Kind.INVALID, () -> second.deny(DenyReason.POLICY), "denying an allowed open");
-                assertEquals(new ExitStatus.Exited(0), await(allowed.process(), "the allowed connect probe"),
+                assertEquals(new ExitStatus.Exited(0), finish(allowed, "the allowed connect probe"),
                         "an allowed connect() must succeed in the workload");
             }
             assertEquals(0, listener.accepted(), "the kit dialed nothing, so nothing may have reached the destination");
@@ -84,7 +85,7 @@ final class MediationChecks {
             assertFalse(unresolved.reason().isBlank());
             expect(Kind.DENIED, () -> bench.adopt(open.allow()), "allowing an open whose identity is unresolved");
             expect(Kind.INVALID, () -> open.deny(DenyReason.IDENTITY_UNRESOLVED), "deciding again after the refused allow");
-            assertNotEquals(new ExitStatus.Exited(0), await(session.process(), "the unresolved probe"),
+            assertNotEquals(new ExitStatus.Exited(0), finish(session, "the unresolved probe"),
                     "an unresolved identity must end in a failed connect()");
             assertEquals(0, listener.accepted());
         }
@@ -109,7 +110,7 @@ final class MediationChecks {
         query.answer(DnsMessages.nameError(message));
         expect(Kind.INVALID, () -> query.answer(DnsMessages.nameError(message)), "a second answer");
         expect(Kind.INVALID, () -> query.refuse(DenyReason.POLICY), "refusing an answered query");
-        assertEquals(new ExitStatus.Exited(0), await(session.process(), "the DNS probe"), "the answer must reach the workload");
+        assertEquals(new ExitStatus.Exited(0), finish(session, "the DNS probe"), "the answer must reach the workload");
     }
 
     private static void missingDigestEmpty(Workbench bench) {
@@ -136,7 +137,7 @@ final class MediationChecks {
             assertTrue(identity.executable().sha256().isEmpty(),
                     "an unreadable binary's digest must be absent, not " + identity.executable().sha256());
             open.deny(DenyReason.POLICY);
-            await(session.process(), "the unreadable-binary probe");
+            finish(session, "the unreadable-binary probe");
         }
     }
 }

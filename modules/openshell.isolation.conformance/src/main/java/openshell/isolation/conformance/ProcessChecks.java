@@ -2,6 +2,7 @@ package openshell.isolation.conformance;
 
 import static openshell.isolation.conformance.Workbench.await;
 import static openshell.isolation.conformance.Workbench.expect;
+import static openshell.isolation.conformance.Workbench.finish;
 import static openshell.isolation.conformance.Workbench.readAll;
 import static openshell.isolation.conformance.Workbench.readLine;
 import static openshell.isolation.conformance.Workbench.required;
@@ -62,7 +63,7 @@ final class ProcessChecks {
 
         RunningBoundary other = bench.startIdle().running();
         ExecSession session = bench.sh(other, "exit 5");
-        ExitStatus exec = await(session.process(), "an exec");
+        ExitStatus exec = finish(session, "an exec");
         assertEquals(new ExitStatus.Exited(5), exec);
         stable(session.process(), exec);
     }
@@ -79,7 +80,7 @@ final class ProcessChecks {
     private static void signalAfterExit(Workbench bench) {
         RunningBoundary running = bench.startIdle().running();
         ExecSession session = bench.sh(running, "exit 0");
-        ExitStatus status = await(session.process(), "an exec");
+        ExitStatus status = finish(session, "an exec");
         for (ProcessSignal signal : List.of(ProcessSignal.TERM, ProcessSignal.KILL, ProcessSignal.HUP)) {
             expect(Kind.TERMINATED, () -> session.process().signal(signal), signal + " to an exec that has ended");
         }
@@ -89,9 +90,9 @@ final class ProcessChecks {
 
     private static void exitCodeVersusSignal(Workbench bench) {
         RunningBoundary running = bench.startIdle().running();
-        ExitStatus exited = await(bench.sh(running, "exit 143").process(), "exit 143");
-        ExitStatus terminated = await(bench.sh(running, "kill -TERM $$").process(), "a shell killing itself with TERM");
-        ExitStatus killed = await(bench.sh(running, "kill -KILL $$").process(), "a shell killing itself with KILL");
+        ExitStatus exited = finish(bench.sh(running, "exit 143"), "exit 143");
+        ExitStatus terminated = finish(bench.sh(running, "kill -TERM $$"), "a shell killing itself with TERM");
+        ExitStatus killed = finish(bench.sh(running, "kill -KILL $$"), "a shell killing itself with KILL");
         assertEquals(new ExitStatus.Exited(143), exited, "exit code 143 is an exit, not a signal");
         assertEquals(new ExitStatus.Signaled(ProcessSignal.TERM.number()), terminated, "death by TERM is a signal, not exit 143");
         assertEquals(new ExitStatus.Signaled(ProcessSignal.KILL.number()), killed, "death by KILL is a signal, not exit 137");
@@ -103,12 +104,12 @@ final class ProcessChecks {
         ExecSession plain = bench.sh(running, "echo ready; exec sleep " + IDLE_SECONDS);
         assertEquals("ready", readLine(plain.stdout(), "stdout"));
         plain.process().signal(ProcessSignal.TERM);
-        assertEquals(new ExitStatus.Signaled(ProcessSignal.TERM.number()), await(plain.process(), "an exec sent TERM"));
+        assertEquals(new ExitStatus.Signaled(ProcessSignal.TERM.number()), finish(plain, "an exec sent TERM"));
 
         ExecSession trapping = bench.sh(running, "trap 'exit 3' USR1; echo ready; while :; do sleep 1; done");
         assertEquals("ready", readLine(trapping.stdout(), "stdout"));
         trapping.process().signal(ProcessSignal.USR1);
-        assertEquals(new ExitStatus.Exited(3), await(trapping.process(), "an exec trapping USR1"),
+        assertEquals(new ExitStatus.Exited(3), finish(trapping, "an exec trapping USR1"),
                 "USR1 must reach the process itself");
 
         running.agent().signal(ProcessSignal.KILL);
@@ -121,7 +122,7 @@ final class ProcessChecks {
         String descendant = readLine(session.stdout(), "stdout");
         assertTrue(descendant.matches("[0-9]+"), "expected the pid of the background sleep, got '" + descendant + "'");
         session.process().terminate();
-        await(session.process(), "a terminated exec");
+        finish(session, "a terminated exec");
         // Asked from inside the boundary, by pid: a stream closing is no proof, a runtime may close it early.
         long deadline = System.nanoTime() + IsolationConformance.TERMINATE_BOUND.toNanos();
         while (alive(bench, running, descendant)) {
@@ -138,7 +139,7 @@ final class ProcessChecks {
     private static boolean alive(Workbench bench, RunningBoundary running, String pid) {
         ExecSession probe = bench.sh(running, "kill -0 " + pid + " 2>/dev/null || exit 1; "
                 + "s=$(cat /proc/" + pid + "/stat 2>/dev/null) || exit 0; case \"$s\" in *') Z '*) exit 1;; esac; exit 0");
-        ExitStatus status = await(probe.process(), "a liveness probe");
+        ExitStatus status = finish(probe, "a liveness probe");
         probe.close();
         return !status.equals(new ExitStatus.Exited(1));
     }
@@ -151,7 +152,7 @@ final class ProcessChecks {
         session.stdin().close();
         assertEquals("outin", readAll(session.stdout(), "stdout"), "stdout must carry stdout (and stdin echoed by cat) only");
         assertEquals("err", readAll(session.stderr(), "stderr"), "stderr must be separate from stdout");
-        assertEquals(new ExitStatus.Exited(0), await(session.process(), "the exec"));
+        assertEquals(new ExitStatus.Exited(0), finish(session, "the exec"));
     }
 
     private static void ptyMergesAndResizes(Workbench bench) throws IOException {
@@ -172,7 +173,7 @@ final class ProcessChecks {
         } while (line.equals("go"));
         assertEquals("30 100", line, "the PTY must take the new size");
         assertEquals("", readAll(session.stderr(), "stderr of a PTY exec"), "a PTY exec has no separate stderr");
-        assertEquals(new ExitStatus.Exited(0), await(session.process(), "the PTY exec"));
+        assertEquals(new ExitStatus.Exited(0), finish(session, "the PTY exec"));
         expect(Kind.TERMINATED, () -> terminal.resize(new TerminalSize(80, 24)), "resizing the terminal of an ended exec");
     }
 
@@ -206,7 +207,7 @@ final class ProcessChecks {
             assertArrayEquals(payload, echoed, "the forward must carry every byte both ways");
             within(IsolationConformance.WAIT, "the forward writer", () -> writer.join(IsolationConformance.WAIT));
         }
-        assertEquals(new ExitStatus.Exited(0), await(server.process(), "the echo service"));
+        assertEquals(new ExitStatus.Exited(0), finish(server, "the echo service"));
     }
 
     private static void forwardClosedPort(Workbench bench) throws IOException {
@@ -218,7 +219,7 @@ final class ProcessChecks {
             channel.output().close();
             within(IsolationConformance.WAIT, "the echo service's end of stream", () -> readBytes(channel.input()));
         }
-        await(server.process(), "the echo service");
+        finish(server, "the echo service");
         expect(Kind.FAILED, () -> bench.adopt(running.portForward().connect(LoopbackTarget.of(port))),
                 "a forward to a loopback port where nothing listens");
     }

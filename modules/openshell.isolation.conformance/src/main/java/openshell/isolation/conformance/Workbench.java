@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayDeque;
@@ -190,6 +191,23 @@ final class Workbench implements AutoCloseable {
     static ExitStatus await(BoundaryProcess process, String what) {
         return process.awaitExit(IsolationConformance.WAIT)
                 .orElseGet(() -> fail(what + " did not end within " + IsolationConformance.WAIT));
+    }
+
+    /**
+     * Waits for an exec whose output the check does not need, consuming that output meanwhile: a
+     * backend may hold the exit status until the output is delivered.
+     */
+    static ExitStatus finish(ExecSession session, String what) {
+        for (InputStream stream : List.of(session.stdout(), session.stderr())) {
+            Thread.ofVirtual().name("conformance-drain").start(() -> {
+                try {
+                    stream.transferTo(OutputStream.nullOutputStream());
+                } catch (IOException ignored) {
+                    // The stream was closed by the cleanup; nothing was waiting for it.
+                }
+            });
+        }
+        return await(session.process(), what);
     }
 
     /** Runs a blocking read off the check's thread, so a stuck stream fails the check instead of hanging it. */
