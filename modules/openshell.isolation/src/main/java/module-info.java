@@ -19,6 +19,12 @@
  * <tr><td>{@code AgentSpec.MAX_ENV}</td><td>4096</td><td>INVALID</td></tr>
  * <tr><td>{@code BinaryIdentity.MAX_ANCESTORS}</td><td>64</td><td>INVALID</td></tr>
  * <tr><td>{@code WorkloadIdentity.MAX_GROUPS}</td><td>64</td><td>INVALID</td></tr>
+ * <tr><td>{@code BinaryIdentity.MAX_CMDLINE}</td><td>256</td><td>INVALID</td></tr>
+ * <tr><td>{@code Executable.MAX_PATH}</td><td>4096 (PATH_MAX)</td><td>INVALID</td></tr>
+ * <tr><td>{@code ExecSpec.MAX_ADMISSION}</td><td>30 s (also the default)</td><td>INVALID when longer</td></tr>
+ * <tr><td>{@code PolicySnapshot.MAX_DOCUMENT_BYTES}</td><td>1 MiB</td><td>INVALID</td></tr>
+ * <tr><td>{@code PendingDnsQuery.MAX_MESSAGE_BYTES}</td><td>65535</td><td>INVALID; the query stays unanswered</td></tr>
+ * <tr><td>{@code SandboxSessionId.LENGTH}</td><td>26 (128 random bits)</td><td>any other length is INVALID</td></tr>
  * </table>
  */
 module openshell.isolation {

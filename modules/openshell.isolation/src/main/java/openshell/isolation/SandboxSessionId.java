@@ -1,5 +1,6 @@
 package openshell.isolation;
 
+import java.math.BigInteger;
 import java.security.SecureRandom;
 import java.util.regex.Pattern;
 
@@ -25,26 +26,17 @@ public record SandboxSessionId(String value) {
         }
     }
 
-    /** @return a new id from a strong random source */
+    /** @return a new id of 128 bits from a strong random source */
     public static SandboxSessionId fresh() {
-        byte[] bits = new byte[17];
+        byte[] bits = new byte[16];
         RANDOM.nextBytes(bits);
-        bits[0] &= 0x03;
+        // 26 base32 digits hold 130 bits: the 128 random ones, below two zero bits.
+        BigInteger value = new BigInteger(1, bits);
         StringBuilder out = new StringBuilder(LENGTH);
-        int buffer = 0;
-        int count = 0;
-        for (byte b : bits) {
-            buffer = (buffer << 8) | (b & 0xff);
-            count += 8;
-            while (count >= 5) {
-                count -= 5;
-                out.append(ALPHABET[(buffer >>> count) & 31]);
-            }
+        for (int digit = LENGTH - 1; digit >= 0; digit--) {
+            out.append(ALPHABET[value.shiftRight(5 * digit).intValue() & 31]);
         }
-        if (count > 0) {
-            out.append(ALPHABET[(buffer << (5 - count)) & 31]);
-        }
-        return new SandboxSessionId(out.substring(out.length() - LENGTH));
+        return new SandboxSessionId(out.toString());
     }
 
     @Override

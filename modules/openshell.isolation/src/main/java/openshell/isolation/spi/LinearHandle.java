@@ -43,7 +43,10 @@ public final class LinearHandle {
      */
     public <T> T transition(java.util.function.Supplier<T> transition) {
         if (!state.compareAndSet(State.LIVE, State.TRANSITIONING)) {
-            checkLive();
+            // Not live, or it was mid-transition a moment ago: either way this call must not run.
+            State s = state.get();
+            throw new BackendException(BackendException.Kind.INVALID, name + " is "
+                    + (s == State.CONSUMED ? "consumed" : "in a transition") + "; use the handle its transition returned");
         }
         boolean done = false;
         try {
