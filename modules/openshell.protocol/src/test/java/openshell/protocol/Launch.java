@@ -28,7 +28,7 @@ final class Launch implements AutoCloseable {
 
     final Kind kind;
     final Initiator initiator;
-    final TokenIssuer issuer = TokenIssuer.generate(ISSUER, "gateway-key-1", Clock.systemUTC());
+    final TokenIssuer issuer;
     final LaunchTls tls = LaunchTls.issue("session-1");
     final TestRuntime service = new TestRuntime(GENERATION, Clock.systemUTC());
     final TokenVerifier verifier;
@@ -38,6 +38,11 @@ final class Launch implements AutoCloseable {
     private final Path directory;
 
     Launch(Kind kind, Initiator initiator) {
+        this(kind, initiator, TokenIssuer.generate(ISSUER, "gateway-key-1", Clock.systemUTC()));
+    }
+
+    Launch(Kind kind, Initiator initiator, TokenIssuer issuer) {
+        this.issuer = issuer;
         this.kind = kind;
         this.initiator = initiator;
         try {
@@ -91,6 +96,20 @@ final class Launch implements AutoCloseable {
 
     SupervisorLink link() {
         return supervisor.connect();
+    }
+
+    /** Another supervisor endpoint with its own token slot, dialing this runtime (supervisor-initiated only). */
+    SupervisorLink dialWith(TokenSlot tokens) {
+        if (initiator != Initiator.SUPERVISOR) {
+            throw new IllegalStateException("only a listening runtime takes extra supervisors");
+        }
+        return SupervisorEndpoint.builder()
+                .transport(runtime.listening().orElseThrow())
+                .initiator(Initiator.SUPERVISOR)
+                .pin(tls.pin())
+                .tokens(tokens)
+                .build()
+                .connect();
     }
 
     static SandboxRuntimeGrpc.SandboxRuntimeBlockingStub blocking(SupervisorLink link) {
