@@ -40,7 +40,7 @@ final class ServedLink implements ConnectionContext {
     private final String id = "link-" + IDS.incrementAndGet();
     private final AtomicBoolean open = new AtomicBoolean(true);
     private final AtomicReference<Refusal> closedFor = new AtomicReference<>();
-    private final ExecutorService executor;
+    private volatile ExecutorService executor;
     private volatile boolean promoted;
     private volatile long epoch;
     private volatile TlsSocket helidonSocket;
@@ -50,7 +50,6 @@ final class ServedLink implements ConnectionContext {
     ServedLink(RuntimeEndpoint endpoint, ChannelSocket socket) {
         this.endpoint = endpoint;
         this.socket = socket;
-        this.executor = new LinkExecutor(endpoint.executor(), this);
     }
 
     static Optional<ServedLink> current() {
@@ -141,7 +140,12 @@ final class ServedLink implements ConnectionContext {
 
     @Override
     public ExecutorService executor() {
-        return executor;
+        ExecutorService current = executor;
+        if (current == null) {
+            current = new LinkExecutor(endpoint.executor(), this);
+            executor = current;
+        }
+        return current;
     }
 
     @Override
