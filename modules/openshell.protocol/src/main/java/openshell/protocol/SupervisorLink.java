@@ -20,6 +20,7 @@ import io.helidon.common.buffers.DataWriter;
 import io.helidon.common.socket.HelidonSocket;
 import io.helidon.common.socket.SocketWriter;
 import io.helidon.common.socket.TlsSocket;
+import io.helidon.http.http2.WindowSize;
 import io.helidon.webclient.api.ClientConnection;
 import io.helidon.webclient.http2.Http2Client;
 import io.helidon.webclient.http2.Http2ClientConnection;
@@ -60,7 +61,9 @@ public final class SupervisorLink implements AutoCloseable {
         this.helidonSocket = TlsSocket.client(tls, id);
         Http2ClientProtocolConfig protocol = Http2ClientProtocolConfig.builder()
                 .priorKnowledge(true)
-                .initialWindowSize(ProtocolLimits.STREAM_WINDOW_BYTES)
+                // Helidon 4.1.7's client streams account their inbound window at the HTTP/2 default
+                // whatever is advertised; advertising more lets the runtime overrun it and stall.
+                .initialWindowSize(WindowSize.DEFAULT_WIN_SIZE)
                 .maxFrameSize(ProtocolLimits.MAX_FRAME_BYTES)
                 .ping(false)
                 .build();

@@ -11,7 +11,7 @@ import io.grpc.stub.StreamObserver;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Collects a response stream for assertions; every wait is bounded. */
-final class StreamProbe<T> implements StreamObserver<T> {
+class StreamProbe<T> implements StreamObserver<T> {
     final List<T> received = new CopyOnWriteArrayList<>();
     private final CountDownLatch done = new CountDownLatch(1);
     volatile Throwable error;

@@ -173,18 +173,42 @@ final class TestRuntime extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
         return new StreamObserver<>() {
             private boolean decided;
             private boolean allowed;
+            private boolean sink;
+            private long sunk;
 
             @Override
             public void onNext(RelayUp up) {
                 if (!decided) {
                     decided = true;
                     allowed = up.hasDecision() && up.getDecision().getAllow();
+                    String id = up.getDecision().getConnectionId();
+                    sink = id.equals("sink");
                     if (!allowed) {
+                        down.onCompleted();
+                    } else if (id.startsWith("source-")) {
+                        // Sends the asked number of bytes to the supervisor, then ends.
+                        long bytes = Long.parseLong(id.substring("source-".length()));
+                        com.google.protobuf.ByteString chunk = com.google.protobuf.ByteString.copyFrom(new byte[32 * 1024]);
+                        for (long sent = 0; sent < bytes; sent += chunk.size()) {
+                            down.onNext(RelayDown.newBuilder().setData(chunk).build());
+                        }
+                        down.onNext(RelayDown.newBuilder().setHalfClose(true).build());
                         down.onCompleted();
                     }
                     return;
                 }
                 if (!allowed) {
+                    return;
+                }
+                if (sink) {
+                    // Discards what the supervisor sends; reports the count at half-close.
+                    if (up.hasData()) {
+                        sunk += up.getData().size();
+                    } else if (up.getHalfClose()) {
+                        down.onNext(RelayDown.newBuilder().setData(
+                                com.google.protobuf.ByteString.copyFromUtf8(Long.toString(sunk))).build());
+                        down.onCompleted();
+                    }
                     return;
                 }
                 switch (up.getKindCase()) {
