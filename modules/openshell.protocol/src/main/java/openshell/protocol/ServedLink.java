@@ -5,7 +5,6 @@ import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.AbstractExecutorService;
 import java.util.concurrent.ExecutorService;
-import io.helidon.common.concurrency.limits.FixedLimit;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
@@ -14,6 +13,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import javax.net.ssl.SSLSocket;
 
 import io.helidon.common.buffers.DataReader;
+import io.helidon.common.concurrency.limits.FixedLimit;
 import io.helidon.common.buffers.DataWriter;
 import io.helidon.common.socket.PeerInfo;
 import io.helidon.common.socket.SocketWriter;
