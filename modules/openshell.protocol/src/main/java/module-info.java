@@ -59,7 +59,9 @@
  * <tr><td>MAX_FRAME_BYTES</td><td>16 KiB</td><td>both ends</td>
  *     <td>bulk data is split so one frame never holds the writer long</td></tr>
  * <tr><td>MAX_CONCURRENT_STREAMS</td><td>1024</td><td>runtime</td>
- *     <td>HTTP/2 refuses further streams on the link</td></tr>
+ *     <td>HTTP/2 refuses further streams on the link. Helidon 4.1.7's gRPC server never frees
+ *     the slot of a finished call (it writes trailers past its stream bookkeeping), so today
+ *     a link carries about this many calls and streams in its whole life, then fails.</td></tr>
  * <tr><td>KEEPALIVE_INTERVAL</td><td>5 s</td><td>supervisor link</td>
  *     <td>an HTTP/2 PING after this much read silence</td></tr>
  * <tr><td>KEEPALIVE_TIMEOUT</td><td>10 s</td><td>both ends</td>

@@ -248,6 +248,14 @@ public final class RuntimeEndpoint implements AutoCloseable {
     }
 
     private ServedLink launch(SocketChannel channel) {
+        if (transport instanceof Transport.Tcp) {
+            try {
+                // Both ends need it: without it every small response waits ~40 ms on delayed ACKs.
+                channel.setOption(java.net.StandardSocketOptions.TCP_NODELAY, true);
+            } catch (IOException e) {
+                LOGGER.log(System.Logger.Level.DEBUG, "TCP_NODELAY not set: " + e);
+            }
+        }
         ServedLink link = new ServedLink(this, new ChannelSocket(channel));
         links.add(link);
         Thread.ofVirtual().name(link.toString()).start(link::serve);

@@ -14,11 +14,23 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class StreamProbe<T> implements StreamObserver<T> {
     final List<T> received = new CopyOnWriteArrayList<>();
     private final CountDownLatch done = new CountDownLatch(1);
+    private final CountDownLatch first = new CountDownLatch(1);
     volatile Throwable error;
 
     @Override
     public void onNext(T value) {
         received.add(value);
+        first.countDown();
+    }
+
+    T awaitFirst(Duration timeout) {
+        try {
+            assertTrue(first.await(timeout.toMillis(), TimeUnit.MILLISECONDS), "nothing arrived within " + timeout);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError(e);
+        }
+        return received.get(0);
     }
 
     @Override
