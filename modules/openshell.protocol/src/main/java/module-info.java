@@ -1,5 +1,106 @@
 /**
- * The Sandbox Protocol between supervisor and sandbox runtime. Exports nothing publicly.
+ * The Sandbox Protocol: one authenticated gRPC connection between a supervisor and the
+ * sandbox runtime it drives, over HTTP/2 and TLS 1.3, on a Unix socket or TCP, dialed by
+ * either side.
+ *
+ * <h2>Who may use it</h2>
+ * This module exports nothing publicly. Its API lives in package {@code openshell.protocol}
+ * and its generated messages and stubs in {@code openshell.protocol.wire}; both will be
+ * exported, qualified, to {@code openshell.sandbox} (serves {@code RuntimeEndpoint}),
+ * {@code openshell.supervisor} (opens {@code SupervisorEndpoint}/{@code SupervisorLink})
+ * and {@code openshell.gateway} (mints with {@code TokenIssuer}, issues {@code LaunchTls}).
+ * Those modules do not exist yet and a qualified export to a missing module fails
+ * {@code -Xlint -Werror}; each friend adds its {@code exports ... to} line when it lands.
+ *
+ * <h2>Roles</h2>
+ * The runtime is always the TLS server (a per-launch CA, its private key discarded after it
+ * signs the one leaf for {@code sandbox.<session-id>.openshell.internal}; TLS 1.3 only);
+ * the supervisor is always the caller that pins that CA and presents the sandbox-audience
+ * bearer token on every call and every stream. {@link openshell.protocol.Initiator} only
+ * decides who listens. New launches should use runtime-initiated links: then nothing in
+ * the sandbox listens at all. With supervisor-initiated TCP the runtime's listener is
+ * reachable from the sandbox network namespace; a workload can connect but cannot pass
+ * TLS-pinned bearer checks, can hold at most a pre-auth slot for the handshake timeout,
+ * and can never evict an authenticated link (see the bounds).
+ *
+ * <h2>How it sits on Helidon 4.1.7</h2>
+ * Helidon's WebServer only accepts from its own TCP {@code ServerSocket}, and its gRPC
+ * client opens a new TCP connection per call; neither serves a Unix socket or a socket the
+ * other side dialed. So this module owns the sockets and feeds them to Helidon's public
+ * SPIs: on the runtime side each link is a {@code ConnectionContext} handed to Helidon's
+ * {@code Http2ConnectionSelector} with Helidon's gRPC sub-protocol and a {@code GrpcRouting}
+ * of grpc-java {@code BindableService}s; on the supervisor side each link is one Helidon
+ * {@code Http2ClientConnection} and calls are its streams, exposed as a grpc-java
+ * {@code Channel} for generated stubs. Two Helidon 4.1.7 defects are worked around here:
+ * server-side {@code Metadata} carries header names instead of values (the bearer token is
+ * read from the HTTP/2 headers in front of the gRPC selector), and custom trailer metadata
+ * cannot be sent (refusal reasons lead the status description instead).
+ *
+ * <h2>Tokens</h2>
+ * ES256 (P-256), not EdDSA: helidon-security-jwt 4.1.7 has no OKP key type, so it can
+ * neither sign nor verify Ed25519. Every rejection has its own
+ * {@link openshell.protocol.Refusal}.
+ *
+ * <h2>Bounds</h2>
+ * <table>
+ * <caption>Limits of the Sandbox Protocol (constants in {@code ProtocolLimits})</caption>
+ * <tr><th>Constant</th><th>Value</th><th>Owner</th><th>At the bound</th></tr>
+ * <tr><td>HANDSHAKE_TIMEOUT</td><td>5 s</td><td>runtime link</td>
+ *     <td>a link without TLS plus one valid token by then is closed (HANDSHAKE_TIMEOUT)</td></tr>
+ * <tr><td>MAX_PRE_AUTH_CONNECTIONS</td><td>32</td><td>runtime endpoint</td>
+ *     <td>the oldest unauthenticated link is closed to admit the new one; authenticated links
+ *     are never counted or evicted</td></tr>
+ * <tr><td>MAX_CONTROL_CONNECTIONS</td><td>128</td><td>runtime endpoint</td>
+ *     <td>the next authenticated link is refused (CONNECTION_LIMIT) and closed</td></tr>
+ * <tr><td>MAX_CONTROL_MESSAGE_BYTES</td><td>1 MiB</td><td>both ends</td>
+ *     <td>larger messages are refused before sending and on receipt</td></tr>
+ * <tr><td>STREAM_WINDOW_BYTES</td><td>1 MiB</td><td>runtime (HTTP/2 settings)</td>
+ *     <td>a stream's sender blocks until its reader consumes</td></tr>
+ * <tr><td>MAX_FRAME_BYTES</td><td>16 KiB</td><td>both ends</td>
+ *     <td>bulk data is split so one frame never holds the writer long</td></tr>
+ * <tr><td>MAX_CONCURRENT_STREAMS</td><td>1024</td><td>runtime</td>
+ *     <td>HTTP/2 refuses further streams on the link. Helidon 4.1.7's gRPC server never frees
+ *     the slot of a finished call (it writes trailers past its stream bookkeeping), so today
+ *     a link carries about this many calls and streams in its whole life, then fails.</td></tr>
+ * <tr><td>KEEPALIVE_INTERVAL</td><td>5 s</td><td>supervisor link</td>
+ *     <td>an HTTP/2 PING after this much read silence</td></tr>
+ * <tr><td>KEEPALIVE_TIMEOUT</td><td>10 s</td><td>both ends</td>
+ *     <td>a link with nothing read for this long is closed (PEER_SILENT)</td></tr>
+ * <tr><td>LEDGER_CAPACITY</td><td>4096</td><td>ControlLedger (one per generation)</td>
+ *     <td>the oldest request id is forgotten</td></tr>
+ * <tr><td>EXEC_ADMISSION_WINDOW</td><td>30 s</td><td>caller of exec</td>
+ *     <td>an exec past its deadline is refused (EXEC_EXPIRED), never started late</td></tr>
+ * <tr><td>TOKEN_MIN/MAX_LIFETIME, TOKEN_LEEWAY</td><td>1 min / 1 h, 30 s</td>
+ *     <td>issuer and verifier</td><td>TOKEN_BAD_LIFETIME, TOKEN_EXPIRED, TOKEN_NOT_YET_VALID</td></tr>
+ * <tr><td>TLS_VALIDITY</td><td>2 days</td><td>LaunchTls</td><td>the launch's certificates expire</td></tr>
+ * </table>
  */
 module openshell.protocol {
+    requires io.helidon.webserver;
+    requires io.helidon.webserver.http2;
+    requires io.helidon.webserver.grpc;
+    requires io.helidon.webclient.api;
+    requires io.helidon.webclient.http2;
+    requires io.helidon.http;
+    requires io.helidon.http.http2;
+    requires io.helidon.http.media;
+    requires io.helidon.http.encoding;
+    requires io.helidon.common;
+    requires io.helidon.common.buffers;
+    requires io.helidon.common.context;
+    requires io.helidon.common.socket;
+    requires io.helidon.common.concurrency.limits;
+    requires io.helidon.security.jwt;
+    requires jakarta.json;
+    requires io.grpc;
+    requires io.grpc.stub;
+    requires io.grpc.protobuf;
+    requires com.google.protobuf;
+    requires com.google.common;
+    requires org.bouncycastle.pkix;
+    requires org.bouncycastle.provider;
+    requires jdk.net;
+
+    // protobuf-java builds message accessors by reflection on the generated classes.
+    opens openshell.protocol.wire to com.google.protobuf;
 }

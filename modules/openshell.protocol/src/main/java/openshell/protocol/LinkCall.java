@@ -1,0 +1,413 @@
+package openshell.protocol;
+
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Base64;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import io.grpc.CallOptions;
+import io.grpc.ClientCall;
+import io.grpc.Deadline;
+import io.grpc.Metadata;
+import io.grpc.MethodDescriptor;
+import io.grpc.Status;
+import io.helidon.common.buffers.BufferData;
+import io.helidon.http.Header;
+import io.helidon.http.HeaderNames;
+import io.helidon.http.Headers;
+import io.helidon.http.Method;
+import io.helidon.http.WritableHeaders;
+import io.helidon.http.http2.Http2FrameData;
+import io.helidon.http.http2.Http2Headers;
+import io.helidon.http.http2.Http2Settings;
+import io.helidon.webclient.http2.Http2ClientStream;
+import io.helidon.webclient.http2.Http2StreamConfig;
+import io.helidon.webclient.http2.StreamTimeoutException;
+
+/**
+ * One gRPC call as one HTTP/2 stream of the link: length-prefixed messages in DATA frames,
+ * status in the trailers. Response messages are handed to the listener only against
+ * {@link #request(int)} demand; an unread stream stops acknowledging its window, so a slow
+ * consumer slows its own sender and no other stream.
+ */
+final class LinkCall<Q, R> extends ClientCall<Q, R> {
+    private static final Duration POLL = Duration.ofMillis(200);
+    private static final Duration HEADER_WAIT = Duration.ofMillis(200);
+    private static final Http2StreamConfig STREAM_CONFIG = new Http2StreamConfig() {
+        @Override
+        public boolean priorKnowledge() {
+            return true;
+        }
+
+        @Override
+        public int priority() {
+            return 0;
+        }
+
+        @Override
+        public Duration readTimeout() {
+            return HEADER_WAIT;
+        }
+    };
+
+    private final SupervisorLink link;
+    private final MethodDescriptor<Q, R> method;
+    private final Semaphore demand = new Semaphore(0);
+    private final AtomicBoolean finished = new AtomicBoolean();
+    private final Object writeLock = new Object();
+    private volatile Listener<R> listener;
+    private volatile CallStream stream;
+
+    private final CallOptions options;
+    private final CallbackQueue callbacks;
+
+    LinkCall(SupervisorLink link, MethodDescriptor<Q, R> method, CallOptions options) {
+        this.link = link;
+        this.method = method;
+        this.options = options;
+        this.callbacks = new CallbackQueue(options.getExecutor());
+    }
+
+    static void ping(SupervisorLink link) {
+        new CallStream(link).sendPing();
+    }
+
+    @Override
+    public void start(Listener<R> responseListener, Metadata metadata) {
+        this.listener = responseListener;
+        Deadline deadline = options.getDeadline();
+        if (deadline != null) {
+            link.schedule(Duration.ofNanos(Math.max(0, deadline.timeRemaining(TimeUnit.NANOSECONDS))), () -> {
+                if (!finished.get()) {
+                    CallStream opened = stream;
+                    if (opened != null) {
+                        try {
+                            opened.cancel();
+                        } catch (RuntimeException ignored) {
+                            // the call ends either way
+                        }
+                    }
+                    finish(Status.DEADLINE_EXCEEDED.withDescription("deadline " + deadline + " passed"), new Metadata());
+                }
+            });
+        }
+        if (!link.isOpen()) {
+            finish(Status.UNAVAILABLE.withDescription("link closed: " + link.closedFor().orElse(Refusal.TRANSPORT_FAILED)),
+                    new Metadata());
+            return;
+        }
+        String token;
+        try {
+            token = link.tokens().current().sandboxToken();
+        } catch (ProtocolException e) {
+            finish(Status.UNAUTHENTICATED.withDescription(e.getMessage()), new Metadata());
+            return;
+        }
+        WritableHeaders<?> headers = WritableHeaders.create();
+        headers.add(HeaderNames.CONTENT_TYPE, "application/grpc");
+        headers.add(HeaderNames.create("te"), "trailers");
+        headers.add(HeaderNames.create("authorization"), "Bearer " + token);
+        for (String key : metadata.keys()) {
+            if (key.endsWith(Metadata.BINARY_HEADER_SUFFIX)) {
+                byte[] value = metadata.get(Metadata.Key.of(key, Metadata.BINARY_BYTE_MARSHALLER));
+                headers.add(HeaderNames.create(key), Base64.getEncoder().withoutPadding().encodeToString(value));
+            } else if (!key.equals("authorization")) {
+                headers.add(HeaderNames.create(key), metadata.get(Metadata.Key.of(key, Metadata.ASCII_STRING_MARSHALLER)));
+            }
+        }
+        Http2Headers http2 = Http2Headers.create(headers)
+                .method(Method.POST)
+                .path("/" + method.getFullMethodName())
+                .scheme("https")
+                .authority(link.serverName());
+        try {
+            CallStream opened = new CallStream(link);
+            stream = opened;
+            synchronized (writeLock) {
+                opened.writeHeaders(http2, false);
+            }
+        } catch (RuntimeException e) {
+            finish(Status.UNAVAILABLE.withDescription("cannot open a stream").withCause(e), new Metadata());
+            return;
+        }
+        link.executor().execute(this::receive);
+    }
+
+    @Override
+    public void request(int count) {
+        demand.release(count);
+    }
+
+    @Override
+    public void cancel(String message, Throwable cause) {
+        CallStream opened = stream;
+        if (opened != null && !finished.get()) {
+            try {
+                opened.cancel();
+            } catch (RuntimeException ignored) {
+                // the call ends either way
+            }
+        }
+        finish(Status.CANCELLED.withDescription(message).withCause(cause), new Metadata());
+    }
+
+    @Override
+    public void halfClose() {
+        CallStream opened = stream;
+        if (opened == null || finished.get()) {
+            return;
+        }
+        synchronized (writeLock) {
+            opened.writeData(BufferData.empty(), true);
+        }
+    }
+
+    @Override
+    public void sendMessage(Q message) {
+        CallStream opened = stream;
+        if (opened == null || finished.get()) {
+            return;
+        }
+        byte[] payload;
+        try (InputStream in = method.streamRequest(message)) {
+            payload = in.readAllBytes();
+        } catch (IOException e) {
+            cancel("cannot serialize", e);
+            return;
+        }
+        if (payload.length > ProtocolLimits.MAX_CONTROL_MESSAGE_BYTES) {
+            cancel("message of " + payload.length + " bytes exceeds " + ProtocolLimits.MAX_CONTROL_MESSAGE_BYTES, null);
+            return;
+        }
+        BufferData frame = BufferData.create(5 + payload.length);
+        frame.write(0);
+        frame.writeInt32(payload.length);
+        frame.write(payload);
+        synchronized (writeLock) {
+            opened.writeData(frame, false);
+        }
+    }
+
+    @Override
+    public boolean isReady() {
+        return !finished.get() && link.isOpen();
+    }
+
+    private void receive() {
+        CallStream opened = stream;
+        try {
+            Http2Headers headers = null;
+            while (headers == null) {
+                try {
+                    headers = opened.readHeaders();
+                } catch (StreamTimeoutException e) {
+                    if (!alive()) {
+                        return;
+                    }
+                }
+            }
+            Headers first = headers.httpHeaders();
+            if (first.contains(HeaderNames.create("grpc-status")) || !opened.hasEntity()) {
+                finish(status(first), metadata(first));
+                return;
+            }
+            Metadata initial = metadata(first);
+            callbacks.run(() -> listener.onHeaders(initial));
+            byte[] pending = new byte[0];
+            while (true) {
+                if (opened.trailers().isDone()) {
+                    Headers trailers = opened.trailers().join();
+                    finish(status(trailers), metadata(trailers));
+                    return;
+                }
+                Http2FrameData frame;
+                try {
+                    frame = opened.readOne(POLL);
+                } catch (StreamTimeoutException e) {
+                    frame = null;
+                }
+                if (frame == null) {
+                    if (!alive()) {
+                        return;
+                    }
+                    continue;
+                }
+                pending = append(pending, frame.data().readBytes());
+                pending = deliver(pending);
+                if (pending == null) {
+                    return;
+                }
+            }
+        } catch (RuntimeException e) {
+            finish(Status.UNAVAILABLE.withDescription("stream failed: " + e.getMessage()).withCause(e), new Metadata());
+        }
+    }
+
+    // Hands complete messages to the listener; returns the unconsumed tail, or null if the call ended.
+    private byte[] deliver(byte[] pending) {
+        int offset = 0;
+        while (pending.length - offset >= 5) {
+            if (pending[offset] != 0) {
+                cancel("compressed messages are not part of the protocol", null);
+                return null;
+            }
+            int length = ((pending[offset + 1] & 0xff) << 24) | ((pending[offset + 2] & 0xff) << 16)
+                    | ((pending[offset + 3] & 0xff) << 8) | (pending[offset + 4] & 0xff);
+            if (length < 0 || length > ProtocolLimits.MAX_CONTROL_MESSAGE_BYTES) {
+                cancel("response message exceeds " + ProtocolLimits.MAX_CONTROL_MESSAGE_BYTES, null);
+                return null;
+            }
+            if (pending.length - offset - 5 < length) {
+                break;
+            }
+            R message = method.parseResponse(new ByteArrayInputStream(pending, offset + 5, length));
+            offset += 5 + length;
+            if (!awaitDemand()) {
+                return null;
+            }
+            callbacks.run(() -> listener.onMessage(message));
+        }
+        byte[] tail = new byte[pending.length - offset];
+        System.arraycopy(pending, offset, tail, 0, tail.length);
+        return tail;
+    }
+
+    private boolean awaitDemand() {
+        try {
+            while (!demand.tryAcquire(POLL.toMillis(), TimeUnit.MILLISECONDS)) {
+                if (!alive()) {
+                    return false;
+                }
+            }
+            return !finished.get();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+
+    private boolean alive() {
+        if (finished.get()) {
+            return false;
+        }
+        if (!link.isOpen()) {
+            finish(Status.UNAVAILABLE.withDescription("link closed: " + link.closedFor().orElse(Refusal.TRANSPORT_FAILED)),
+                    new Metadata());
+            return false;
+        }
+        return true;
+    }
+
+    private void finish(Status status, Metadata trailers) {
+        if (finished.compareAndSet(false, true)) {
+            CallStream opened = stream;
+            if (opened != null) {
+                opened.close();
+            }
+            Listener<R> target = listener;
+            if (target != null) {
+                callbacks.run(() -> target.onClose(status, trailers));
+            }
+        }
+    }
+
+    private static byte[] append(byte[] head, byte[] tail) {
+        if (head.length == 0) {
+            return tail;
+        }
+        byte[] joined = new byte[head.length + tail.length];
+        System.arraycopy(head, 0, joined, 0, head.length);
+        System.arraycopy(tail, 0, joined, head.length, tail.length);
+        return joined;
+    }
+
+    private static Status status(Headers headers) {
+        String code = headers.first(HeaderNames.create("grpc-status")).orElse(null);
+        if (code == null) {
+            return Status.INTERNAL.withDescription("response without grpc-status");
+        }
+        Status status;
+        try {
+            status = Status.fromCodeValue(Integer.parseInt(code.trim()));
+        } catch (NumberFormatException e) {
+            return Status.INTERNAL.withDescription("bad grpc-status " + code);
+        }
+        return headers.first(HeaderNames.create("grpc-message"))
+                .map(message -> status.withDescription(URLDecoder.decode(message, StandardCharsets.UTF_8)))
+                .orElse(status);
+    }
+
+    private static Metadata metadata(Headers headers) {
+        Metadata metadata = new Metadata();
+        for (Header header : headers) {
+            String name = header.name().toLowerCase(java.util.Locale.ROOT);
+            if (name.startsWith(":") || name.equals("grpc-status") || name.equals("grpc-message")
+                    || name.equals("content-type") || name.equals("te")) {
+                continue;
+            }
+            if (name.endsWith(Metadata.BINARY_HEADER_SUFFIX)) {
+                metadata.put(Metadata.Key.of(name, Metadata.BINARY_BYTE_MARSHALLER), Base64.getDecoder().decode(header.get()));
+            } else {
+                metadata.put(Metadata.Key.of(name, Metadata.ASCII_STRING_MARSHALLER), header.get());
+            }
+        }
+        return metadata;
+    }
+
+    /**
+     * Runs listener callbacks one at a time, in order, on the executor the caller chose
+     * (grpc-java's blocking stubs drain theirs on the calling thread).
+     */
+    private static final class CallbackQueue {
+        private final java.util.concurrent.Executor executor;
+        private final java.util.ArrayDeque<Runnable> queue = new java.util.ArrayDeque<>();
+        private boolean draining;
+
+        CallbackQueue(java.util.concurrent.Executor executor) {
+            this.executor = executor;
+        }
+
+        void run(Runnable callback) {
+            synchronized (queue) {
+                queue.add(callback);
+                if (draining) {
+                    return;
+                }
+                draining = true;
+            }
+            if (executor == null) {
+                drain();
+            } else {
+                executor.execute(this::drain);
+            }
+        }
+
+        private void drain() {
+            while (true) {
+                Runnable next;
+                synchronized (queue) {
+                    next = queue.poll();
+                    if (next == null) {
+                        draining = false;
+                        return;
+                    }
+                }
+                next.run();
+            }
+        }
+    }
+
+    /** Helidon's client stream, opened by {@link #writeHeaders}; the subclass only reaches its constructor. */
+    static final class CallStream extends Http2ClientStream {
+        CallStream(SupervisorLink link) {
+            super(link.connection(), Http2Settings.create(), link.helidonSocket(), STREAM_CONFIG,
+                    link.http2Client().prototype(), link.connection().streamIdSequence());
+        }
+    }
+}

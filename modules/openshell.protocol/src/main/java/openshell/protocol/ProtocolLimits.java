@@ -1,0 +1,43 @@
+package openshell.protocol;
+
+import java.time.Duration;
+
+/**
+ * Every bound of the Sandbox Protocol, in one place; the module Javadoc has the table of
+ * owners and what happens at each bound.
+ */
+public final class ProtocolLimits {
+    /** TLS handshake plus the first authenticated call must finish within this. */
+    public static final Duration HANDSHAKE_TIMEOUT = Duration.ofSeconds(5);
+    /** Connections accepted but not yet authenticated; the oldest is evicted beyond it. */
+    public static final int MAX_PRE_AUTH_CONNECTIONS = 32;
+    /** Authenticated control connections held by one runtime endpoint. */
+    public static final int MAX_CONTROL_CONNECTIONS = 128;
+    /** Largest gRPC message on the control plane (bytes). */
+    public static final int MAX_CONTROL_MESSAGE_BYTES = 1024 * 1024;
+    /** HTTP/2 initial stream window: what one relay stream may have in flight (bytes). */
+    public static final int STREAM_WINDOW_BYTES = 1024 * 1024;
+    /** HTTP/2 frame size: bounds how long one bulk frame holds the connection writer. */
+    public static final int MAX_FRAME_BYTES = 16 * 1024;
+    /** Concurrent HTTP/2 streams per connection (relays, process I/O, DNS, control). */
+    public static final int MAX_CONCURRENT_STREAMS = 1024;
+    /** The supervisor pings when the connection was quiet this long. */
+    public static final Duration KEEPALIVE_INTERVAL = Duration.ofSeconds(5);
+    /** A connection with nothing read for this long is declared lost and closed. */
+    public static final Duration KEEPALIVE_TIMEOUT = Duration.ofSeconds(10);
+    /** Control requests remembered for replay, per runtime generation. */
+    public static final int LEDGER_CAPACITY = 4096;
+    /** Default admission window of an exec request. */
+    public static final Duration EXEC_ADMISSION_WINDOW = Duration.ofSeconds(30);
+    /** Longest token lifetime the profiles accept. */
+    public static final Duration TOKEN_MAX_LIFETIME = Duration.ofHours(1);
+    /** Shortest token lifetime the profiles accept. */
+    public static final Duration TOKEN_MIN_LIFETIME = Duration.ofMinutes(1);
+    /** Clock skew tolerated on issued-at and expiry. */
+    public static final Duration TOKEN_LEEWAY = Duration.ofSeconds(30);
+    /** Validity of the per-launch CA and leaf certificates. */
+    public static final Duration TLS_VALIDITY = Duration.ofDays(2);
+
+    private ProtocolLimits() {
+    }
+}

@@ -1,0 +1,244 @@
+package openshell.protocol;
+
+import java.io.IOException;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.AbstractExecutorService;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+
+import javax.net.ssl.SSLSocket;
+
+import io.helidon.common.buffers.DataReader;
+import io.helidon.common.concurrency.limits.FixedLimit;
+import io.helidon.common.buffers.DataWriter;
+import io.helidon.common.socket.PeerInfo;
+import io.helidon.common.socket.SocketWriter;
+import io.helidon.common.socket.TlsSocket;
+import io.helidon.webserver.ConnectionContext;
+import io.helidon.webserver.ListenerContext;
+import io.helidon.webserver.Router;
+import io.helidon.webserver.spi.ServerConnection;
+
+/**
+ * One protocol connection on the runtime side, from socket to Helidon's HTTP/2 server
+ * connection. Helidon's {@code ServerListener} only accepts from its own TCP
+ * {@code ServerSocket}; this class plays its {@code ConnectionHandler} role for a socket we
+ * accepted or dialed ourselves (Unix or TCP, either direction), through Helidon's public
+ * {@link ConnectionContext} SPI, so HTTP/2 and gRPC routing stay Helidon's.
+ */
+final class ServedLink implements ConnectionContext {
+    private static final System.Logger LOGGER = System.getLogger(ServedLink.class.getName());
+    private static final AtomicLong IDS = new AtomicLong();
+    private static final ThreadLocal<ServedLink> CURRENT = new ThreadLocal<>();
+
+    private final RuntimeEndpoint endpoint;
+    private final ChannelSocket socket;
+    private final String id = "link-" + IDS.incrementAndGet();
+    private final AtomicBoolean open = new AtomicBoolean(true);
+    private final AtomicReference<Refusal> closedFor = new AtomicReference<>();
+    private volatile ExecutorService executor;
+    private volatile boolean promoted;
+    private volatile long epoch;
+    private volatile TlsSocket helidonSocket;
+    private volatile DataReader reader;
+    private volatile SocketWriter writer;
+
+    ServedLink(RuntimeEndpoint endpoint, ChannelSocket socket) {
+        this.endpoint = endpoint;
+        this.socket = socket;
+    }
+
+    static Optional<ServedLink> current() {
+        return Optional.ofNullable(CURRENT.get());
+    }
+
+    /** Serves the link until it ends; never throws. */
+    void serve() {
+        CURRENT.set(this);
+        try {
+            LinkSecurity.checkPeer(endpoint.peerPolicy(), socket);
+            endpoint.census().admit(this).ifPresent(evicted -> evicted.close(Refusal.CONNECTION_LIMIT));
+            endpoint.schedule(ProtocolLimits.HANDSHAKE_TIMEOUT, () -> {
+                if (!promoted) {
+                    close(Refusal.HANDSHAKE_TIMEOUT);
+                }
+            });
+            SSLSocket tls = LinkSecurity.serve(endpoint.sslContext(), endpoint.serverName(), socket);
+            helidonSocket = TlsSocket.server(tls, id, endpoint.name());
+            reader = new DataReader(helidonSocket);
+            writer = SocketWriter.create(helidonSocket);
+            ServerConnection connection = endpoint.http2().connection(this);
+            // No request limit of our own here: the bounds are per link (census, HTTP/2 settings).
+            connection.handle(FixedLimit.create());
+        } catch (ProtocolException e) {
+            closedFor.compareAndSet(null, e.refusal());
+            LOGGER.log(System.Logger.Level.DEBUG, "link " + id + " refused: " + e.getMessage());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (IOException | RuntimeException e) {
+            closedFor.compareAndSet(null, Refusal.TRANSPORT_FAILED);
+            LOGGER.log(System.Logger.Level.DEBUG, "link " + id + " ended: " + e);
+        } finally {
+            CURRENT.remove();
+            close(Refusal.TRANSPORT_FAILED);
+        }
+    }
+
+    /** Called by the bearer check after the first valid token. */
+    boolean promote(long credentialEpoch) {
+        if (!promoted) {
+            synchronized (this) {
+                if (!promoted) {
+                    if (!endpoint.census().promote(this)) {
+                        return false;
+                    }
+                    promoted = true;
+                }
+            }
+        }
+        epoch = Math.max(epoch, credentialEpoch);
+        return true;
+    }
+
+    boolean isPromoted() {
+        return promoted;
+    }
+
+    long lastReadNanos() {
+        return socket.lastReadNanos();
+    }
+
+    boolean isOpen() {
+        return open.get();
+    }
+
+    Optional<Refusal> closedFor() {
+        return Optional.ofNullable(closedFor.get());
+    }
+
+    void close(Refusal reason) {
+        if (open.compareAndSet(true, false)) {
+            closedFor.compareAndSet(null, reason);
+            endpoint.census().release(this, promoted);
+            endpoint.forget(this);
+            try {
+                socket.close();
+            } catch (IOException ignored) {
+                // closing: nothing left to report to
+            }
+        }
+    }
+
+    @Override
+    public ListenerContext listenerContext() {
+        return endpoint.listenerContext();
+    }
+
+    @Override
+    public ExecutorService executor() {
+        ExecutorService current = executor;
+        if (current == null) {
+            current = new LinkExecutor(endpoint.executor(), this);
+            executor = current;
+        }
+        return current;
+    }
+
+    @Override
+    public DataWriter dataWriter() {
+        return writer;
+    }
+
+    @Override
+    public DataReader dataReader() {
+        return reader;
+    }
+
+    @Override
+    public Router router() {
+        return endpoint.router();
+    }
+
+    @Override
+    public PeerInfo remotePeer() {
+        return helidonSocket.remotePeer();
+    }
+
+    @Override
+    public PeerInfo localPeer() {
+        return helidonSocket.localPeer();
+    }
+
+    @Override
+    public boolean isSecure() {
+        return true;
+    }
+
+    @Override
+    public String socketId() {
+        return endpoint.name();
+    }
+
+    @Override
+    public String childSocketId() {
+        return id;
+    }
+
+    @Override
+    public String toString() {
+        return id;
+    }
+
+    /** Runs Helidon's stream tasks with this link as the current one, for the bearer check. */
+    private static final class LinkExecutor extends AbstractExecutorService {
+        private final ExecutorService delegate;
+        private final ServedLink link;
+
+        LinkExecutor(ExecutorService delegate, ServedLink link) {
+            this.delegate = delegate;
+            this.link = link;
+        }
+
+        @Override
+        public void execute(Runnable command) {
+            delegate.execute(() -> {
+                CURRENT.set(link);
+                try {
+                    command.run();
+                } finally {
+                    CURRENT.remove();
+                }
+            });
+        }
+
+        @Override
+        public void shutdown() {
+            // shared executor: owned by the endpoint
+        }
+
+        @Override
+        public List<Runnable> shutdownNow() {
+            return List.of();
+        }
+
+        @Override
+        public boolean isShutdown() {
+            return !link.isOpen();
+        }
+
+        @Override
+        public boolean isTerminated() {
+            return !link.isOpen();
+        }
+
+        @Override
+        public boolean awaitTermination(long timeout, TimeUnit unit) {
+            return !link.isOpen();
+        }
+
+    }
+}

@@ -1,0 +1,248 @@
+package openshell.protocol;
+
+import java.io.IOException;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+
+import javax.net.ssl.SSLSocket;
+
+import io.grpc.Channel;
+import io.helidon.common.buffers.DataReader;
+import io.helidon.common.buffers.DataWriter;
+import io.helidon.common.socket.HelidonSocket;
+import io.helidon.common.socket.SocketWriter;
+import io.helidon.common.socket.TlsSocket;
+import io.helidon.http.http2.WindowSize;
+import io.helidon.webclient.api.ClientConnection;
+import io.helidon.webclient.http2.Http2Client;
+import io.helidon.webclient.http2.Http2ClientConnection;
+import io.helidon.webclient.http2.Http2ClientImpl;
+import io.helidon.webclient.http2.Http2ClientProtocolConfig;
+
+/**
+ * The supervisor's one protocol connection, whichever side dialed: TLS client pinned to the
+ * launch CA, then one Helidon HTTP/2 client connection that all calls share as streams.
+ * Helidon 4.1.7's own gRPC channel opens a fresh TCP connection per call, which can neither
+ * run over a Unix socket nor over a socket the runtime dialed, so {@link #channel()} is a
+ * grpc-java {@link Channel} written over Helidon's public HTTP/2 client connection and
+ * stream API instead.
+ */
+public final class SupervisorLink implements AutoCloseable {
+    private static final AtomicLong IDS = new AtomicLong();
+    private static final Duration WATCHDOG_PERIOD = Duration.ofMillis(500);
+
+    private final ChannelSocket socket;
+    private final TokenSlot tokens;
+    private final String serverName;
+    private final String id = "supervisor-link-" + IDS.incrementAndGet();
+    private final AtomicBoolean open = new AtomicBoolean(true);
+    private final CompletableFuture<Refusal> closed = new CompletableFuture<>();
+    private final ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
+    private final ScheduledExecutorService timers = Executors.newSingleThreadScheduledExecutor(
+            Thread.ofPlatform().daemon().name("supervisor-link-timer").factory());
+    private final Http2ClientImpl http2Client;
+    private final Http2ClientConnection connection;
+    private final TlsSocket helidonSocket;
+    private final Channel channel;
+    private volatile long lastPingNanos = System.nanoTime();
+
+    private SupervisorLink(ChannelSocket socket, SSLSocket tls, TokenSlot tokens, String serverName) {
+        this.socket = socket;
+        this.tokens = tokens;
+        this.serverName = serverName;
+        this.helidonSocket = TlsSocket.client(tls, id);
+        Http2ClientProtocolConfig protocol = Http2ClientProtocolConfig.builder()
+                .priorKnowledge(true)
+                // Helidon 4.1.7's client streams account their inbound window at the HTTP/2 default
+                // whatever is advertised; advertising more lets the runtime overrun it and stall.
+                .initialWindowSize(WindowSize.DEFAULT_WIN_SIZE)
+                .maxFrameSize(ProtocolLimits.MAX_FRAME_BYTES)
+                .ping(false)
+                .build();
+        this.http2Client = (Http2ClientImpl) Http2Client.create(builder -> builder
+                .protocolConfig(protocol)
+                .shareConnectionCache(false)
+                .executor(executor));
+        DataReader reader = new DataReader(helidonSocket);
+        SocketWriter writer = SocketWriter.create(helidonSocket);
+        ClientConnection clientConnection = new ClientConnection() {
+            @Override
+            public DataReader reader() {
+                return reader;
+            }
+
+            @Override
+            public DataWriter writer() {
+                return writer;
+            }
+
+            @Override
+            public String channelId() {
+                return id;
+            }
+
+            @Override
+            public HelidonSocket helidonSocket() {
+                return helidonSocket;
+            }
+
+            @Override
+            public void readTimeout(Duration readTimeout) {
+                // liveness is the keepalive watchdog's job, not a socket timeout
+            }
+
+            @Override
+            public void closeResource() {
+                close(Refusal.TRANSPORT_FAILED);
+            }
+        };
+        this.connection = Http2ClientConnection.create(http2Client, clientConnection, true);
+        this.channel = new LinkChannel(this);
+        Thread.ofVirtual().name(id + "-keepalive").start(this::keepalive);
+    }
+
+    static SupervisorLink open(ChannelSocket socket, TlsPin pin, TokenSlot tokens, UnixPeerPolicy peerPolicy) {
+        try {
+            LinkSecurity.checkPeer(peerPolicy, socket);
+            SSLSocket tls = LinkSecurity.call(pin.sslContext(), pin.serverName(), socket);
+            return new SupervisorLink(socket, tls, tokens, pin.serverName());
+        } catch (IOException e) {
+            closeQuietly(socket);
+            throw new ProtocolException(Refusal.TRANSPORT_FAILED, "TLS to " + pin.serverName() + " failed", e);
+        } catch (RuntimeException e) {
+            closeQuietly(socket);
+            throw e;
+        }
+    }
+
+    /**
+     * The gRPC channel for generated stubs; every call carries the slot's current sandbox
+     * token.
+     *
+     * @return the channel
+     */
+    public Channel channel() {
+        return channel;
+    }
+
+    /**
+     * Whether the link is still up.
+     *
+     * @return true while open
+     */
+    public boolean isOpen() {
+        return open.get();
+    }
+
+    /**
+     * Completes with the reason once the link is closed (including a keepalive timeout).
+     *
+     * @return the future reason
+     */
+    public CompletableFuture<Refusal> closed() {
+        return closed;
+    }
+
+    /**
+     * Why the link closed, if it has.
+     *
+     * @return the reason
+     */
+    public Optional<Refusal> closedFor() {
+        return Optional.ofNullable(closed.getNow(null));
+    }
+
+    @Override
+    public void close() {
+        close(Refusal.TRANSPORT_FAILED);
+    }
+
+    void close(Refusal reason) {
+        if (open.compareAndSet(true, false)) {
+            try {
+                connection.close();
+            } catch (RuntimeException ignored) {
+                // the socket close below is what matters
+            }
+            closeQuietly(socket);
+            executor.shutdownNow();
+            closed.complete(reason);
+            // Pending deadlines still fire so no caller waits forever.
+            timers.schedule(timers::shutdownNow, 1, TimeUnit.MINUTES);
+        }
+    }
+
+    Http2ClientConnection connection() {
+        return connection;
+    }
+
+    Http2ClientImpl http2Client() {
+        return http2Client;
+    }
+
+    TlsSocket helidonSocket() {
+        return helidonSocket;
+    }
+
+    TokenSlot tokens() {
+        return tokens;
+    }
+
+    String serverName() {
+        return serverName;
+    }
+
+    void schedule(Duration delay, Runnable task) {
+        try {
+            timers.schedule(task, delay.toNanos(), TimeUnit.NANOSECONDS);
+        } catch (RejectedExecutionException e) {
+            task.run();
+        }
+    }
+
+    ExecutorService executor() {
+        return executor;
+    }
+
+    private void keepalive() {
+        while (open.get()) {
+            try {
+                Thread.sleep(WATCHDOG_PERIOD);
+            } catch (InterruptedException e) {
+                return;
+            }
+            long now = System.nanoTime();
+            long quiet = now - socket.lastReadNanos();
+            if (quiet > ProtocolLimits.KEEPALIVE_TIMEOUT.toNanos()) {
+                close(Refusal.PEER_SILENT);
+                return;
+            }
+            if (quiet > ProtocolLimits.KEEPALIVE_INTERVAL.toNanos()
+                    && now - lastPingNanos > ProtocolLimits.KEEPALIVE_INTERVAL.toNanos()) {
+                lastPingNanos = now;
+                try {
+                    LinkCall.ping(this);
+                } catch (RuntimeException e) {
+                    close(Refusal.TRANSPORT_FAILED);
+                    return;
+                }
+            }
+        }
+    }
+
+    private static void closeQuietly(ChannelSocket socket) {
+        try {
+            socket.close();
+        } catch (IOException ignored) {
+            // already failing
+        }
+    }
+}

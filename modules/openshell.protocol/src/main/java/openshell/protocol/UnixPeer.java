@@ -1,0 +1,27 @@
+package openshell.protocol;
+
+import java.nio.channels.SocketChannel;
+import java.util.Objects;
+
+/**
+ * The other end of a Unix socket as the kernel reports it ({@code SO_PEERCRED}), checked
+ * before any TLS byte is exchanged.
+ *
+ * @param user    the peer's user (name, or the numeric uid when it has no name)
+ * @param group   the peer's group
+ * @param channel the connected channel, for verifiers that need more (e.g. the peer pid)
+ */
+public record UnixPeer(String user, String group, SocketChannel channel) {
+    /**
+     * Canonical constructor.
+     *
+     * @param user    user
+     * @param group   group
+     * @param channel channel
+     */
+    public UnixPeer {
+        Objects.requireNonNull(user);
+        Objects.requireNonNull(group);
+        Objects.requireNonNull(channel);
+    }
+}

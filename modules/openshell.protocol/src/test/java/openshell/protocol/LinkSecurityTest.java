@@ -1,0 +1,84 @@
+package openshell.protocol;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.cert.X509Certificate;
+import java.time.Clock;
+import java.util.concurrent.atomic.AtomicReference;
+
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class LinkSecurityTest {
+    @Test
+    void launchMaterialIsOneCaOneLeafForTheSessionName() throws Exception {
+        LaunchTls tls = LaunchTls.issue("abc-1");
+        X509Certificate leaf = tls.runtime().chain().get(0);
+        X509Certificate authority = tls.pin().authority();
+        assertEquals("sandbox.abc-1.openshell.internal", tls.runtime().serverName());
+        leaf.verify(authority.getPublicKey());
+        assertEquals(0, authority.getBasicConstraints(), "the CA may sign leaves only");
+        assertEquals(-1, leaf.getBasicConstraints());
+        assertTrue(leaf.getSubjectAlternativeNames().stream()
+                .anyMatch(name -> "sandbox.abc-1.openshell.internal".equals(name.get(1))));
+        assertEquals(Refusal.INVALID_ARGUMENT,
+                assertThrows(ProtocolException.class, () -> LaunchTls.issue("Bad_Name")).refusal());
+    }
+
+    @Test
+    void supervisorRefusesARuntimeOfAnotherLaunch() {
+        try (Launch launch = new Launch(Launch.Kind.TCP, Initiator.SUPERVISOR)) {
+            LaunchTls other = LaunchTls.issue("session-1");
+            SupervisorEndpoint pinnedElsewhere = SupervisorEndpoint.builder()
+                    .transport(launch.runtime.listening().orElseThrow())
+                    .initiator(Initiator.SUPERVISOR)
+                    .pin(other.pin())
+                    .tokens(launch.slot)
+                    .build();
+            ProtocolException refused = assertThrows(ProtocolException.class, pinnedElsewhere::connect);
+            assertEquals(Refusal.TRANSPORT_FAILED, refused.refusal());
+        }
+    }
+
+    @Test
+    void unixPeerOfAnotherUserIsRefusedBeforeTls() throws Exception {
+        Path directory = Files.createTempDirectory("osp");
+        Path socket = directory.resolve("p.sock");
+        LaunchTls tls = LaunchTls.issue("session-1");
+        TokenIssuer issuer = TokenIssuer.generate(Launch.ISSUER, "k", Clock.systemUTC());
+        AtomicReference<UnixPeer> seen = new AtomicReference<>();
+        UnixPeerPolicy recordThenRefuse = peer -> {
+            seen.set(peer);
+            throw new ProtocolException(Refusal.PEER_REFUSED, "test policy admits nobody");
+        };
+        try (RuntimeEndpoint runtime = RuntimeEndpoint.builder()
+                .transport(Transport.unix(socket))
+                .initiator(Initiator.SUPERVISOR)
+                .identity(tls.runtime())
+                .verifier(TokenVerifier.builder().key(issuer.verificationKey()).issuer(Launch.ISSUER)
+                        .audience(TokenAudience.SANDBOX).sandboxId(Launch.SANDBOX)
+                        .runtimeGeneration(Launch.GENERATION).build())
+                .peerPolicy(recordThenRefuse)
+                .addService(new TestRuntime(Launch.GENERATION, Clock.systemUTC()))
+                .build()
+                .start()) {
+            SupervisorEndpoint supervisor = SupervisorEndpoint.builder()
+                    .transport(runtime.listening().orElseThrow())
+                    .initiator(Initiator.SUPERVISOR)
+                    .pin(tls.pin())
+                    .tokens(new TokenSlot(issuer.mintPair(Launch.grant(), 1), Clock.systemUTC()))
+                    .build();
+            assertThrows(ProtocolException.class, supervisor::connect);
+            // SO_PEERCRED named this very process's user: the check ran on real kernel data.
+            assertEquals(System.getProperty("user.name"), seen.get().user());
+            assertEquals(Refusal.PEER_REFUSED, assertThrows(ProtocolException.class,
+                    () -> UnixPeerPolicy.user("somebody-else").check(seen.get())).refusal());
+        } finally {
+            Files.deleteIfExists(socket);
+            Files.deleteIfExists(directory);
+        }
+    }
+}

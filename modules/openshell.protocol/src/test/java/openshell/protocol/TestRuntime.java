@@ -1,0 +1,253 @@
+package openshell.protocol;
+
+import java.time.Clock;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
+
+import com.google.protobuf.Message;
+import io.grpc.Status;
+import io.grpc.stub.StreamObserver;
+
+import openshell.protocol.wire.AttachRequest;
+import openshell.protocol.wire.AttachResult;
+import openshell.protocol.wire.ConfirmRequest;
+import openshell.protocol.wire.ConfirmResult;
+import openshell.protocol.wire.DnsAnswer;
+import openshell.protocol.wire.DnsQuery;
+import openshell.protocol.wire.ExecRequest;
+import openshell.protocol.wire.ExecResult;
+import openshell.protocol.wire.ExitStatus;
+import openshell.protocol.wire.PendingConnection;
+import openshell.protocol.wire.PendingConnectionsRequest;
+import openshell.protocol.wire.PortForwardRequest;
+import openshell.protocol.wire.PortForwardResult;
+import openshell.protocol.wire.ProcessInput;
+import openshell.protocol.wire.ProcessOutput;
+import openshell.protocol.wire.RelayDown;
+import openshell.protocol.wire.RelayUp;
+import openshell.protocol.wire.ResizeRequest;
+import openshell.protocol.wire.ResizeResult;
+import openshell.protocol.wire.SandboxRuntimeGrpc;
+import openshell.protocol.wire.SignalRequest;
+import openshell.protocol.wire.SignalResult;
+import openshell.protocol.wire.StartAgentRequest;
+import openshell.protocol.wire.StartAgentResult;
+import openshell.protocol.wire.TerminateBoundaryRequest;
+import openshell.protocol.wire.TerminateBoundaryResult;
+import openshell.protocol.wire.TerminateRequest;
+import openshell.protocol.wire.TerminateResult;
+import openshell.protocol.wire.UpdateProviderEnvironmentRequest;
+import openshell.protocol.wire.UpdateProviderEnvironmentResult;
+import openshell.protocol.wire.WaitRequest;
+import openshell.protocol.wire.WaitResult;
+
+/**
+ * A small runtime service for the acceptance tests: control operations go through the real
+ * ledger and exec admission; streams echo so both directions are observable. It is a test
+ * double of the sandbox runtime, not of the protocol under test.
+ */
+final class TestRuntime extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
+    final ControlLedger ledger;
+    final AtomicInteger executions = new AtomicInteger();
+    final Map<Long, DnsAnswer> dnsAnswers = new ConcurrentHashMap<>();
+    private final Clock clock;
+
+    TestRuntime(long generation, Clock clock) {
+        this.ledger = new ControlLedger(generation);
+        this.clock = clock;
+    }
+
+    private <R extends Message> void control(Message request, StreamObserver<R> observer, Supplier<R> operation) {
+        R result;
+        try {
+            result = ledger.execute(request, () -> {
+                executions.incrementAndGet();
+                return operation.get();
+            });
+        } catch (ProtocolException e) {
+            observer.onError(Status.FAILED_PRECONDITION.withDescription(e.refusal().name()).asRuntimeException());
+            return;
+        }
+        observer.onNext(result);
+        observer.onCompleted();
+    }
+
+    @Override
+    public void attach(AttachRequest request, StreamObserver<AttachResult> observer) {
+        control(request, observer, () -> AttachResult.getDefaultInstance());
+    }
+
+    @Override
+    public void confirm(ConfirmRequest request, StreamObserver<ConfirmResult> observer) {
+        control(request, observer, () -> ConfirmResult.newBuilder().setConfirmed(!request.getPolicyDigest().isEmpty()).build());
+    }
+
+    @Override
+    public void startAgent(StartAgentRequest request, StreamObserver<StartAgentResult> observer) {
+        control(request, observer, () -> StartAgentResult.newBuilder().setProcessId("agent-" + request.getArgv(0)).build());
+    }
+
+    @Override
+    public void exec(ExecRequest request, StreamObserver<ExecResult> observer) {
+        control(request, observer, () -> {
+            ExecAdmission.admit(request, clock);
+            return ExecResult.newBuilder().setProcessId("exec-" + executions.get()).build();
+        });
+    }
+
+    @Override
+    public void wait(WaitRequest request, StreamObserver<WaitResult> observer) {
+        control(request, observer, () -> WaitResult.newBuilder().setExit(ExitStatus.newBuilder().setCode(7)).build());
+    }
+
+    @Override
+    public void signal(SignalRequest request, StreamObserver<SignalResult> observer) {
+        control(request, observer, () -> SignalResult.newBuilder().setDelivered(request.getSignal() == 15).build());
+    }
+
+    @Override
+    public void terminate(TerminateRequest request, StreamObserver<TerminateResult> observer) {
+        control(request, observer, () -> TerminateResult.newBuilder().setExit(ExitStatus.newBuilder().setSignal(9)).build());
+    }
+
+    @Override
+    public void terminateBoundary(TerminateBoundaryRequest request, StreamObserver<TerminateBoundaryResult> observer) {
+        control(request, observer, () -> TerminateBoundaryResult.newBuilder().setTerminated(true).build());
+    }
+
+    @Override
+    public void resize(ResizeRequest request, StreamObserver<ResizeResult> observer) {
+        control(request, observer, () -> ResizeResult.newBuilder().setResized(request.getColumns() == 120).build());
+    }
+
+    @Override
+    public void updateProviderEnvironment(UpdateProviderEnvironmentRequest request,
+                                          StreamObserver<UpdateProviderEnvironmentResult> observer) {
+        control(request, observer, () -> UpdateProviderEnvironmentResult.newBuilder()
+                .setAppliedEpoch(request.getCredentialEpoch()).build());
+    }
+
+    @Override
+    public void portForward(PortForwardRequest request, StreamObserver<PortForwardResult> observer) {
+        control(request, observer, () -> PortForwardResult.newBuilder().setForwardId("fwd-" + request.getSandboxPort()).build());
+    }
+
+    @Override
+    public StreamObserver<ProcessInput> attachProcess(StreamObserver<ProcessOutput> output) {
+        return new StreamObserver<>() {
+            @Override
+            public void onNext(ProcessInput input) {
+                switch (input.getKindCase()) {
+                case STDIN -> output.onNext(ProcessOutput.newBuilder().setStdout(input.getStdin()).build());
+                case STDIN_CLOSED -> {
+                    output.onNext(ProcessOutput.newBuilder().setExit(ExitStatus.newBuilder().setCode(0)).build());
+                    output.onCompleted();
+                }
+                default -> {
+                    // the process id names the process; nothing to echo
+                }
+                }
+            }
+
+            @Override
+            public void onError(Throwable t) {
+            }
+
+            @Override
+            public void onCompleted() {
+            }
+        };
+    }
+
+    @Override
+    public void pendingConnections(PendingConnectionsRequest request, StreamObserver<PendingConnection> observer) {
+        observer.onNext(PendingConnection.newBuilder().setConnectionId("c1").setDestinationHost("example.org")
+                .setDestinationPort(443).setPid(42).setExecutable("/usr/bin/curl").build());
+        observer.onCompleted();
+    }
+
+    @Override
+    public StreamObserver<RelayUp> relay(StreamObserver<RelayDown> down) {
+        return new StreamObserver<>() {
+            private boolean decided;
+            private boolean allowed;
+            private boolean sink;
+            private long sunk;
+
+            @Override
+            public void onNext(RelayUp up) {
+                if (!decided) {
+                    decided = true;
+                    allowed = up.hasDecision() && up.getDecision().getAllow();
+                    String id = up.getDecision().getConnectionId();
+                    sink = id.equals("sink");
+                    if (!allowed) {
+                        down.onCompleted();
+                    } else if (id.startsWith("source-")) {
+                        // Sends the asked number of bytes to the supervisor, then ends.
+                        long bytes = Long.parseLong(id.substring("source-".length()));
+                        com.google.protobuf.ByteString chunk = com.google.protobuf.ByteString.copyFrom(new byte[32 * 1024]);
+                        for (long sent = 0; sent < bytes; sent += chunk.size()) {
+                            down.onNext(RelayDown.newBuilder().setData(chunk).build());
+                        }
+                        down.onNext(RelayDown.newBuilder().setHalfClose(true).build());
+                        down.onCompleted();
+                    }
+                    return;
+                }
+                if (!allowed) {
+                    return;
+                }
+                if (sink) {
+                    // Discards what the supervisor sends; reports the count at half-close.
+                    if (up.hasData()) {
+                        sunk += up.getData().size();
+                    } else if (up.getHalfClose()) {
+                        down.onNext(RelayDown.newBuilder().setData(
+                                com.google.protobuf.ByteString.copyFromUtf8(Long.toString(sunk))).build());
+                        down.onCompleted();
+                    }
+                    return;
+                }
+                switch (up.getKindCase()) {
+                case DATA -> down.onNext(RelayDown.newBuilder().setData(up.getData()).build());
+                case HALF_CLOSE -> {
+                    down.onNext(RelayDown.newBuilder().setHalfClose(true).build());
+                    down.onCompleted();
+                }
+                default -> down.onError(Status.INVALID_ARGUMENT.withDescription("second decision").asRuntimeException());
+                }
+            }
+
+            @Override
+            public void onError(Throwable t) {
+            }
+
+            @Override
+            public void onCompleted() {
+            }
+        };
+    }
+
+    @Override
+    public StreamObserver<DnsAnswer> dns(StreamObserver<DnsQuery> queries) {
+        queries.onNext(DnsQuery.newBuilder().setQueryId(1).setMessage(com.google.protobuf.ByteString.copyFromUtf8("q1")).build());
+        return new StreamObserver<>() {
+            @Override
+            public void onNext(DnsAnswer answer) {
+                dnsAnswers.put(answer.getQueryId(), answer);
+                queries.onCompleted();
+            }
+
+            @Override
+            public void onError(Throwable t) {
+            }
+
+            @Override
+            public void onCompleted() {
+            }
+        };
+    }
+}
