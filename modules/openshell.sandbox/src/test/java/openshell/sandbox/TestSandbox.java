@@ -58,6 +58,13 @@ final class TestSandbox implements AutoCloseable {
         }
         netns = "/proc/" + holder.pid() + "/ns/net";
         network = WorkloadNetwork.enter(netns);
+        // The namespace thread gets its own mount namespace, where the resolver view is installed.
+        network.run(() -> {
+            Namespaces.unshare(NamespaceType.MOUNT);
+            Path dir = Files.createTempDirectory("openshell-sandbox-test");
+            ResolverView.install(dir, Path.of("/etc/resolv.conf"));
+            return null;
+        });
         broker = new NetworkBroker(network, ProcessHandle.current().pid(), decisionWait);
     }
 
@@ -109,7 +116,10 @@ final class TestSandbox implements AutoCloseable {
         try (OwnedFd devNull = Namespaces.openPath("/dev/null"); OwnedFd read = output.get(0)) {
             LauncherProcess launcher;
             try (OwnedFd write = output.get(1)) {
-                launcher = LauncherProcess.start(command(), new LauncherProcess.Stdio(devNull.value(), write.value(), write.value(), false));
+                // Spawned from the namespace thread: the launcher inherits its network and mount namespaces.
+                int in = devNull.value();
+                int out = write.value();
+                launcher = network.run(() -> LauncherProcess.start(command(), new LauncherProcess.Stdio(in, out, out, false)));
             }
             try (launcher) {
                 LaunchResult ready = launcher.sendPlan(plan, WAIT);
