@@ -23,7 +23,20 @@
  * <tr><td>{@code IdentityCapture.MAX_HASHED_BYTES}</td><td>1 GiB</td><td>the executable gets no digest</td></tr>
  * <tr><td>{@code DnsRelay.MAX_TCP_CLIENTS}</td><td>64</td><td>further TCP resolver connections are closed</td></tr>
  * <tr><td>{@code DnsRelay.TCP_IDLE_MILLIS}</td><td>10 s</td><td>an idle TCP resolver connection is closed</td></tr>
+ * <tr><td>{@code WorkloadProcess.OUTPUT_DRAIN_WAIT}</td><td>10 s</td><td>the exit status is reported without waiting longer for output EOF</td></tr>
+ * <tr><td>{@code ProcessTree.LAUNCH_WAIT}</td><td>60 s per launcher step</td><td>the launch fails, the launcher is killed</td></tr>
+ * <tr><td>{@code ProcessTree.KILL_WAIT}</td><td>10 s</td><td>terminate returns while the cgroup still empties</td></tr>
+ * <tr><td>{@code SandboxRuntime.MAX_PROCESSES}</td><td>1024 retained process handles</td><td>the new process is killed, UNAVAILABLE</td></tr>
+ * <tr><td>{@code SandboxMain.MAX_BUNDLE_BYTES}</td><td>1 MiB</td><td>exit 64, nothing served</td></tr>
+ * <tr><td>{@code StartupProbes.PROBE_WAIT}</td><td>10 s per probe step</td><td>the probe fails; exit 70</td></tr>
+ * <tr><td>{@code StartupProbes.MIN_LANDLOCK_ABI}</td><td>5</td><td>the probe fails; exit 70</td></tr>
  * </table>
+ *
+ * <h2>Startup</h2>
+ * {@code SandboxMain}: non-dumpable, RLIMIT_CORE 0, the launch bundle read from standard input
+ * (then closed), {@code lo} up, then {@code StartupProbes}: a real seccomp notification with a
+ * task-memory read and an ADDFD (EBUSY there means a nested sandbox, reported as such), the
+ * Landlock ABI, only {@code lo} in the network namespace, and direct connections out that fail.
  */
 module openshell.sandbox {
     requires openshell.isolation;
