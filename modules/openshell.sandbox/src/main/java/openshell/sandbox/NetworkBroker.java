@@ -77,6 +77,7 @@ final class NetworkBroker implements NetworkMediationSource {
     private final Semaphore pendingSlots = new Semaphore(MAX_PENDING_DECISIONS);
     private final Semaphore dnsSlots = new Semaphore(MAX_PENDING_DNS);
     private final AtomicInteger relays = new AtomicInteger();
+    private final java.util.concurrent.atomic.AtomicLong exhausted = new java.util.concurrent.atomic.AtomicLong();
     private final BlockingQueue<TcpOpen> tcp = new LinkedBlockingQueue<>();
     private final BlockingQueue<PendingDnsQuery> dns = new LinkedBlockingQueue<>();
     private final Set<TcpOpen> undecided = ConcurrentHashMap.newKeySet();
@@ -120,6 +121,11 @@ final class NetworkBroker implements NetworkMediationSource {
         return relays.get();
     }
 
+    /** @return how many connects were refused with EAGAIN because {@link #MAX_PENDING_DECISIONS} were pending */
+    long exhaustedCount() {
+        return exhausted.get();
+    }
+
     int pendingDecisionCount() {
         return MAX_PENDING_DECISIONS - pendingSlots.availablePermits();
     }
@@ -131,8 +137,9 @@ final class NetworkBroker implements NetworkMediationSource {
      * @return the serving thread
      */
     Thread serve(SeccompListener listener) {
+        SharedListener shared = new SharedListener(listener);
         return Thread.ofPlatform().daemon(true).name("seccomp-broker").start(() -> {
-            try (listener) {
+            try {
                 TaskMemory memory = TaskMemory.probe();
                 SeccompNotification n = listener.newNotification();
                 while (true) {
@@ -141,21 +148,24 @@ final class NetworkBroker implements NetworkMediationSource {
                         return;
                     }
                     if (pending == SeccompListener.Pending.NOTIFICATION && listener.receive(n)) {
-                        handle(listener, n, memory);
+                        handle(shared, n, memory);
                     }
                 }
             } catch (RuntimeException e) {
                 audit("listener", "failed", e.toString());
+            } finally {
+                shared.release();
             }
         });
     }
 
-    private void handle(SeccompListener listener, SeccompNotification n, TaskMemory memory) {
+    private void handle(SharedListener shared, SeccompNotification n, TaskMemory memory) {
+        SeccompListener listener = shared.listener();
         long id = n.id();
         try {
             switch (n.syscall()) {
                 case NR_SOCKET, NR_LISTEN -> listener.respondContinue(id);
-                case NR_CONNECT -> onConnect(listener, n, memory);
+                case NR_CONNECT -> onConnect(shared, n, memory);
                 case NR_BIND -> onBind(listener, n, memory);
                 case NR_SENDTO -> onSend(listener, id, "sendto", n.pid(), n.argument(3), n.argument(4), n.argument(5), memory);
                 case NR_SENDMSG -> onSendmsg(listener, n, memory);
@@ -180,7 +190,8 @@ final class NetworkBroker implements NetworkMediationSource {
         return n == sockaddr.length ? sockaddr : java.util.Arrays.copyOf(sockaddr, n);
     }
 
-    private void onConnect(SeccompListener listener, SeccompNotification n, TaskMemory memory) throws IOException {
+    private void onConnect(SharedListener shared, SeccompNotification n, TaskMemory memory) throws IOException {
+        SeccompListener listener = shared.listener();
         long id = n.id();
         int tid = n.pid();
         byte[] sockaddr = readSockaddr(memory, tid, n.argument(1), n.argument(2));
@@ -223,12 +234,14 @@ final class NetworkBroker implements NetworkMediationSource {
             } else if (closed) {
                 deny(listener, id, "connect", ECANCELED, "mediation unavailable");
             } else if (!pendingSlots.tryAcquire()) {
+                exhausted.incrementAndGet();
                 deny(listener, id, "connect", Errno.EAGAIN, MAX_PENDING_DECISIONS + " decisions pending");
             } else {
                 handedOff = true;
                 OwnedFd owned = socket;
+                shared.acquire();
                 Thread.ofVirtual().name("pending-connect").start(
-                        () -> prepare(listener, id, tid, tgid, domain, owned, destination));
+                        () -> prepare(shared, id, tid, tgid, domain, owned, destination));
             }
         } finally {
             if (!handedOff) {
@@ -242,12 +255,13 @@ final class NetworkBroker implements NetworkMediationSource {
         return address.isLoopbackAddress() || address.isAnyLocalAddress();
     }
 
-    private void prepare(SeccompListener listener, long id, int tid, int tgid, int domain, OwnedFd socket,
+    private void prepare(SharedListener shared, long id, int tid, int tgid, int domain, OwnedFd socket,
                          InetSocketAddress destination) {
+        SeccompListener listener = shared.listener();
         TcpOpen open = null;
         try {
             long inode = socketInode(socket);
-            open = new TcpOpen(this, listener, id, domain, socket, destination, identities.capture(tid, tgid), inode);
+            open = new TcpOpen(this, shared, id, domain, socket, destination, identities.capture(tid, tgid), inode);
             // Only now is what was read known to belong to the blocked caller.
             if (!listener.isValid(id)) {
                 open.abandon();
@@ -261,13 +275,18 @@ final class NetworkBroker implements NetworkMediationSource {
                 open.cancel();
             }
         } catch (RuntimeException | IOException e) {
-            if (open != null) {
-                open.abandon();
-            } else {
-                socket.close();
-                pendingSlots.release();
+            // Answer first: the listener stays open until this decision lets go of it below.
+            try {
+                deny(listener, id, "connect", Errno.EACCES, "could not prepare the decision: " + e);
+            } finally {
+                if (open != null) {
+                    open.abandon();
+                } else {
+                    socket.close();
+                    pendingSlots.release();
+                    shared.release();
+                }
             }
-            deny(listener, id, "connect", Errno.EACCES, "could not prepare the decision: " + e);
         }
     }
 

@@ -32,6 +32,7 @@ import openshell.linux.SeccompListener;
  */
 final class TcpOpen implements PendingTcpOpen {
     private final NetworkBroker broker;
+    private final SharedListener shared;
     private final SeccompListener listener;
     private final long id;
     private final int domain;
@@ -43,10 +44,11 @@ final class TcpOpen implements PendingTcpOpen {
     private final AtomicBoolean settled = new AtomicBoolean();
     private volatile ScheduledFuture<?> expiry;
 
-    TcpOpen(NetworkBroker broker, SeccompListener listener, long id, int domain, OwnedFd socket,
+    TcpOpen(NetworkBroker broker, SharedListener shared, long id, int domain, OwnedFd socket,
             InetSocketAddress destination, IdentityResolution identity, long inode) {
         this.broker = broker;
-        this.listener = listener;
+        this.shared = shared;
+        this.listener = shared.listener();
         this.id = id;
         this.domain = domain;
         this.socket = socket;
@@ -220,6 +222,7 @@ final class TcpOpen implements PendingTcpOpen {
             }
             socket.close();
             broker.settled(this);
+            shared.release();
         }
     }
 }

@@ -151,8 +151,8 @@ class BrokerTest {
         try (TestSandbox sandbox = new TestSandbox()) {
             Thread closer = Thread.ofPlatform().daemon(true).start(() -> {
                 long deadline = System.nanoTime() + TestSandbox.WAIT.toNanos();
-                while (sandbox.broker.pendingDecisionCount() < NetworkBroker.MAX_PENDING_DECISIONS
-                        && System.nanoTime() < deadline) {
+                while ((sandbox.broker.pendingDecisionCount() < NetworkBroker.MAX_PENDING_DECISIONS
+                        || sandbox.broker.exhaustedCount() < 1) && System.nanoTime() < deadline) {
                     Thread.onSpinWait();
                 }
                 sandbox.broker.close();
