@@ -143,7 +143,7 @@ final class TcpOpen implements PendingTcpOpen {
         }
     }
 
-    private static Socket acceptExpected(ServerSocketChannel server, InetSocketAddress expected) throws IOException {
+    static Socket acceptExpected(ServerSocketChannel server, InetSocketAddress expected) throws IOException {
         long deadline = System.nanoTime() + NetworkBroker.RELAY_ACCEPT_WAIT.toNanos();
         while (true) {
             long left = (deadline - System.nanoTime()) / 1_000_000;
