@@ -172,4 +172,23 @@ class BrokerTest {
             assertEquals("[('EAGAIN', 1), ('ECANCELED', " + NetworkBroker.MAX_PENDING_DECISIONS + ")]", outcome.output().trim());
         }
     }
+
+    @Test
+    void anIpv6ConnectIsMediatedAndRelayedOverTheV6Loopback() throws Exception {
+        try (TestSandbox sandbox = new TestSandbox(); TestSandbox.Upstream upstream = new TestSandbox.Upstream()) {
+            ConcurrentLinkedQueue<PendingTcpOpen> seen = new ConcurrentLinkedQueue<>();
+            sandbox.supervise(open -> Optional.empty(), upstream.port(), seen);
+            TestSandbox.Outcome outcome = sandbox.run(sandbox.python(String.join("\n",
+                    "import socket",
+                    "s = socket.socket(socket.AF_INET6)",
+                    "s.settimeout(30)",
+                    "s.connect(('2001:db8::7', 443))",
+                    "s.sendall(b'six\\n')",
+                    "print(s.makefile().readline().strip())")).build());
+            assertEquals(new ChildExit(0, 0), outcome.exit(), outcome.toString());
+            assertEquals("echo:six", outcome.output().trim());
+            assertEquals(InetAddress.getByName("2001:db8::7"), seen.peek().destination().address());
+            assertEquals(443, seen.peek().destination().port());
+        }
+    }
 }
