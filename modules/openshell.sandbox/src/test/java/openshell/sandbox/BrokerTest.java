@@ -191,4 +191,34 @@ class BrokerTest {
             assertEquals(443, seen.peek().destination().port());
         }
     }
+
+    @Test
+    void closingMediationClosesOpenRelaysAndLaterConnectsAreEcanceled() throws Exception {
+        try (TestSandbox sandbox = new TestSandbox()) {
+            Thread supervisor = Thread.ofPlatform().daemon(true).start(() -> {
+                PendingTcpOpen open = sandbox.broker.acceptTcp(TestSandbox.WAIT).orElseThrow();
+                openshell.isolation.ByteChannel channel = open.allow();
+                try {
+                    channel.input().read();
+                } catch (java.io.IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+                // The supervisor is lost mid-transfer: egress stops at once.
+                sandbox.broker.close();
+            });
+            TestSandbox.Outcome outcome = sandbox.run(sandbox.python(String.join("\n",
+                    "import socket, errno",
+                    "s = socket.create_connection(('" + ALLOWED + "', 80), timeout=30)",
+                    "s.sendall(b'x')",
+                    "try: print('read', len(s.recv(10)))",
+                    "except OSError as e: print('read', errno.errorcode[e.errno])",
+                    "t = socket.socket()",
+                    "print('later', errno.errorcode[t.connect_ex(('" + ALLOWED + "', 80))])")).build());
+            supervisor.join(TestSandbox.WAIT.toMillis());
+            List<String> lines = outcome.output().lines().toList();
+            assertTrue(lines.get(0).equals("read 0") || lines.get(0).equals("read ECONNRESET"), outcome.toString());
+            assertEquals("later ECANCELED", lines.get(1), outcome.toString());
+            assertEquals(0, sandbox.broker.openRelayCount());
+        }
+    }
 }
