@@ -36,7 +36,11 @@
  * {@code SandboxMain}: non-dumpable, RLIMIT_CORE 0, the launch bundle read from standard input
  * (then closed), {@code lo} up, then {@code StartupProbes}: a real seccomp notification with a
  * task-memory read and an ADDFD (EBUSY there means a nested sandbox, reported as such), the
- * Landlock ABI, only {@code lo} in the network namespace, and direct connections out that fail.
+ * Landlock ABI, only {@code lo} in the network namespace, and direct connections out that fail;
+ * then the resolver view ({@code /etc/resolv.conf} naming only 127.0.0.53, bind-mounted
+ * read-only in the runtime's own mount namespace) and the DNS relay. Serving the Sandbox
+ * Protocol over {@code RuntimeControl} is the protocol adapter's part (issue #4); until it exists
+ * {@code main} reports its evidence line and exits 69.
  */
 module openshell.sandbox {
     requires openshell.isolation;

@@ -109,16 +109,24 @@ public final class SandboxMain {
                 return null;
             });
             report = StartupProbes.run(network);
-        } catch (BackendException | LinuxException e) {
+            // The resolver view and the DNS relay exist before any workload process could look for them.
+            java.nio.file.Path runtimeDirectory = java.nio.file.Files.createTempDirectory("openshell-sandbox");
+            ResolverView.install(runtimeDirectory, java.nio.file.Path.of("/etc/resolv.conf"));
+            try (NetworkBroker broker = new NetworkBroker(network, ProcessHandle.current().pid(), NetworkBroker.DECISION_WAIT);
+                 DnsRelay relay = DnsRelay.start(broker, NetworkBroker.DNS_RELAY)) {
+                System.out.println("{\"sandbox\":\"" + arguments.sandbox() + "\",\"generation\":" + arguments.generation()
+                        + ",\"kernel\":\"" + report.kernel() + "\",\"landlockAbi\":" + report.landlockAbi()
+                        + ",\"taskMemory\":\"" + report.taskMemory() + "\",\"interfaces\":\"" + report.interfaces()
+                        + "\",\"directEgressFailed\":" + !report.egressErrors().isEmpty() + ",\"bundleBytes\":" + bundle.length
+                        + ",\"dumpable\":" + ProcessControl.dumpable() + ",\"dnsRelay\":\"" + relay.address()
+                        + "\",\"resolvConf\":\"" + java.nio.file.Files.readString(java.nio.file.Path.of("/etc/resolv.conf"))
+                                .lines().filter(l -> l.startsWith("nameserver")).findFirst().orElse("") + "\"}");
+                System.out.flush();
+            }
+        } catch (BackendException | LinuxException | IOException | java.io.UncheckedIOException e) {
             System.err.println("openshell-sandbox: refusing to serve: " + e.getMessage());
             return EXIT_PROBE_FAILED;
         }
-        System.out.println("{\"sandbox\":\"" + arguments.sandbox() + "\",\"generation\":" + arguments.generation()
-                + ",\"kernel\":\"" + report.kernel() + "\",\"landlockAbi\":" + report.landlockAbi()
-                + ",\"taskMemory\":\"" + report.taskMemory() + "\",\"interfaces\":\"" + report.interfaces()
-                + "\",\"directEgressFailed\":" + !report.egressErrors().isEmpty() + ",\"bundleBytes\":" + bundle.length
-                + ",\"dumpable\":" + ProcessControl.dumpable() + "}");
-        System.out.flush();
         // Serving needs the Sandbox Protocol adapter over RuntimeControl (issue #4), not in this build.
         System.err.println("openshell-sandbox: probes passed; no Sandbox Protocol adapter in this build (issue #4)");
         return EXIT_NO_PROTOCOL;

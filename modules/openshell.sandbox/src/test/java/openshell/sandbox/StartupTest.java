@@ -66,7 +66,7 @@ class StartupTest {
     }
 
     private static Process main(List<String> args, byte[] stdin) throws Exception {
-        List<String> command = new ArrayList<>(List.of("/usr/bin/unshare", "--net", System.getProperty("java.home") + "/bin/java",
+        List<String> command = new ArrayList<>(List.of("/usr/bin/unshare", "--net", "--mount", System.getProperty("java.home") + "/bin/java",
                 "--enable-native-access=com.sun.jna", "-Djna.boot.library.path=" + System.getProperty("jna.boot.library.path"),
                 "-Djna.nounpack=true", "-Djna.noclasspath=true", "-p", System.getProperty("jdk.module.path"),
                 "-m", "openshell.sandbox/openshell.sandbox.SandboxMain"));
@@ -87,6 +87,7 @@ class StartupTest {
         assertEquals(SandboxMain.EXIT_NO_PROTOCOL, p.exitValue(), out + err);
         assertTrue(out.contains("\"sandbox\":\"sb-1\",\"generation\":3"), out);
         assertTrue(out.contains("\"interfaces\":\"[lo]\",\"directEgressFailed\":true,\"bundleBytes\":13,\"dumpable\":false"), out);
+        assertTrue(out.contains("\"dnsRelay\":\"/127.0.0.53:53\",\"resolvConf\":\"nameserver 127.0.0.53\""), out);
         assertTrue(err.contains("issue #4"), err);
     }
 
