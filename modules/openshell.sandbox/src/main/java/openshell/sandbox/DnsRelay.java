@@ -62,8 +62,9 @@ final class DnsRelay implements AutoCloseable {
         return relay;
     }
 
-    private static IdentityResolution unknownAsker() {
-        return new IdentityResolution.Unresolved("the DNS relay does not attribute queries to a binary");
+    private IdentityResolution asker(SocketAddress from) {
+        return from instanceof InetSocketAddress inet ? broker.dnsAsker(inet.getPort())
+                : new IdentityResolution.Unresolved("query from " + from);
     }
 
     private void serveUdp() {
@@ -78,7 +79,7 @@ final class DnsRelay implements AutoCloseable {
                 if (!DnsMessages.isQuery(query)) {
                     continue;
                 }
-                DnsQuery pending = new DnsQuery(query, unknownAsker(), response -> {
+                DnsQuery pending = new DnsQuery(query, asker(from), response -> {
                     try {
                         udp.send(ByteBuffer.wrap(response), from);
                     } catch (IOException e) {
@@ -131,7 +132,7 @@ final class DnsRelay implements AutoCloseable {
                     return;
                 }
                 java.util.concurrent.CompletableFuture<byte[]> answer = new java.util.concurrent.CompletableFuture<>();
-                if (!broker.offerDns(new DnsQuery(query, unknownAsker(), answer::complete))) {
+                if (!broker.offerDns(new DnsQuery(query, asker(client.getRemoteSocketAddress()), answer::complete))) {
                     return;
                 }
                 byte[] response = answer.get(NetworkBroker.DECISION_WAIT.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);

@@ -36,6 +36,8 @@ final class IdentityCapture {
     }
 
     private final long runtimePid;
+    /** Digests computed (not served from the cache). */
+    private long computed;
     private final Map<FileKey, String> digests = new LinkedHashMap<>(64, 0.75f, true) {
         private static final long serialVersionUID = 1L;
 
@@ -69,9 +71,6 @@ final class IdentityCapture {
             return new IdentityResolution.Unresolved("identity of thread " + tid + " could not be read: " + e);
         }
     }
-
-    /** The number of digests computed so far (not served from the cache); for tests. */
-    private long computed;
 
     synchronized long digestsComputed() {
         return computed;

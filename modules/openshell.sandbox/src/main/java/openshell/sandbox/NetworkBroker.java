@@ -5,7 +5,10 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
 import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.Optional;
+import openshell.isolation.IdentityResolution;
 import java.util.Set;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ConcurrentHashMap;
@@ -53,6 +56,8 @@ final class NetworkBroker implements NetworkMediationSource {
     static final Duration RELAY_ACCEPT_WAIT = Duration.ofSeconds(10);
     /** Most DNS queries waiting for an answer; more are dropped (the resolver retries). */
     static final int MAX_PENDING_DNS = 256;
+    /** Local ports whose DNS queries are attributed to a binary; the least recently used is forgotten. */
+    static final int MAX_DNS_ASKERS = 1024;
     /** The DNS relay inside the workload's network namespace. */
     static final InetSocketAddress DNS_RELAY = new InetSocketAddress(address(127, 0, 0, 53), 53);
 
@@ -85,6 +90,14 @@ final class NetworkBroker implements NetworkMediationSource {
     private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(
             r -> Thread.ofPlatform().daemon(true).name("broker-decision-timer").unstarted(r));
     private volatile boolean closed;
+    private final Map<Integer, IdentityResolution> dnsAskers = new LinkedHashMap<>(64, 0.75f, true) {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<Integer, IdentityResolution> eldest) {
+            return size() > MAX_DNS_ASKERS;
+        }
+    };
 
     /**
      * @param network      where relay listeners are created
@@ -167,7 +180,7 @@ final class NetworkBroker implements NetworkMediationSource {
                 case NR_SOCKET, NR_LISTEN -> listener.respondContinue(id);
                 case NR_CONNECT -> onConnect(shared, n, memory);
                 case NR_BIND -> onBind(listener, n, memory);
-                case NR_SENDTO -> onSend(listener, id, "sendto", n.pid(), n.argument(3), n.argument(4), n.argument(5), memory);
+                case NR_SENDTO -> onSend(listener, id, "sendto", n.pid(), (int) n.argument(0), n.argument(3), n.argument(4), n.argument(5), memory);
                 case NR_SENDMSG -> onSendmsg(listener, n, memory);
                 case NR_SENDMMSG -> onSendmmsg(listener, n, memory);
                 default -> deny(listener, id, "syscall " + n.syscall(), Errno.ENOSYS, "not expected from the filter");
@@ -223,6 +236,7 @@ final class NetworkBroker implements NetworkMediationSource {
                 deny(listener, id, "connect", SocketCalls.EAFNOSUPPORT, "address family differs from the socket's");
             } else if (type == SocketCalls.SOCK_DGRAM) {
                 if (destination.equals(DNS_RELAY)) {
+                    attributeDns(socket, tid, tgid);
                     listener.respondContinue(id);
                 } else {
                     deny(listener, id, "connect(udp)", Errno.EACCES, "UDP only to the DNS relay, not " + destination);
@@ -230,6 +244,9 @@ final class NetworkBroker implements NetworkMediationSource {
             } else if (type != SocketCalls.SOCK_STREAM) {
                 deny(listener, id, "connect", Errno.EACCES, "socket type " + type);
             } else if (staysLocal(destination.getAddress())) {
+                if (destination.equals(DNS_RELAY)) {
+                    attributeDns(socket, tid, tgid);
+                }
                 listener.respondContinue(id);
             } else if (closed) {
                 deny(listener, id, "connect", ECANCELED, "mediation unavailable");
@@ -313,10 +330,13 @@ final class NetworkBroker implements NetworkMediationSource {
         }
     }
 
-    private void onSend(SeccompListener listener, long id, String call, int tid, long flags, long address, long length,
+    private void onSend(SeccompListener listener, long id, String call, int tid, int fd, long flags, long address, long length,
                         TaskMemory memory) {
         Optional<String> refusal = sendRefusal(tid, flags, address, length, memory);
         if (refusal.isEmpty()) {
+            if (address != 0) {
+                attributeDns(tid, fd);
+            }
             listener.respondContinue(id);
         } else {
             deny(listener, id, call, (flags & MSG_FASTOPEN) != 0 ? EOPNOTSUPP : Errno.EACCES, refusal.get());
@@ -344,16 +364,18 @@ final class NetworkBroker implements NetworkMediationSource {
         byte[] header = new byte[12];
         memory.read(n.pid(), n.argument(1), header, header.length);
         java.nio.ByteBuffer h = java.nio.ByteBuffer.wrap(header).order(java.nio.ByteOrder.nativeOrder());
-        onSend(listener, n.id(), "sendmsg", n.pid(), flags, h.getLong(0), h.getInt(8) & 0xffffffffL, memory);
+        onSend(listener, n.id(), "sendmsg", n.pid(), (int) n.argument(0), flags, h.getLong(0), h.getInt(8) & 0xffffffffL, memory);
     }
 
     private void onSendmmsg(SeccompListener listener, SeccompNotification n, TaskMemory memory) {
         long flags = n.argument(3);
         long count = Math.min(n.argument(2) & 0xffffffffL, MAX_SENDMMSG_VECTOR);
         byte[] header = new byte[12];
+        boolean addressed = false;
         for (long i = 0; i < count; i++) {
             memory.read(n.pid(), n.argument(1) + i * MMSGHDR_BYTES, header, header.length);
             java.nio.ByteBuffer h = java.nio.ByteBuffer.wrap(header).order(java.nio.ByteOrder.nativeOrder());
+            addressed |= h.getLong(0) != 0;
             Optional<String> refusal = sendRefusal(n.pid(), flags, h.getLong(0), h.getInt(8) & 0xffffffffL, memory);
             if (refusal.isPresent()) {
                 deny(listener, n.id(), "sendmmsg", (flags & MSG_FASTOPEN) != 0 ? EOPNOTSUPP : Errno.EACCES,
@@ -361,7 +383,56 @@ final class NetworkBroker implements NetworkMediationSource {
                 return;
             }
         }
+        if (addressed) {
+            attributeDns(n.pid(), (int) n.argument(0));
+        }
         listener.respondContinue(n.id());
+    }
+
+    /** A datagram to the relay from a socket taken by number: attribute its port (a non-DNS send changes nothing). */
+    private void attributeDns(int tid, int fd) {
+        try {
+            int tgid = IdentityCapture.processOf(tid);
+            try (Pidfd process = Pidfd.open(tgid); OwnedFd socket = process.takeFd(fd)) {
+                if (SocketCalls.intOption(socket.value(), SocketCalls.SO_DOMAIN) == SocketCalls.AF_INET) {
+                    attributeDns(socket, tid, tgid);
+                }
+            }
+        } catch (IOException | LinuxException e) {
+            audit("dns", "unattributed", e.toString());
+        }
+    }
+
+    /**
+     * Records which binary owns the local port a query to the relay will come from. An unbound
+     * socket is bound to an ephemeral loopback port first (where the kernel would have put it
+     * anyway), so the port is known before its first datagram leaves.
+     */
+    private void attributeDns(OwnedFd socket, int tid, int tgid) {
+        Optional<InetSocketAddress> local = SocketCalls.localAddress(socket.value());
+        if (local.isEmpty() || local.get().getPort() == 0) {
+            SocketCalls.bind(socket.value(), new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+            local = SocketCalls.localAddress(socket.value());
+        }
+        if (local.isPresent() && local.get().getPort() != 0) {
+            IdentityResolution identity = identities.capture(tid, tgid);
+            synchronized (dnsAskers) {
+                dnsAskers.put(local.get().getPort(), identity);
+            }
+        }
+    }
+
+    /**
+     * @param port the local port a query came from
+     * @return who sent from it, or why that is unknown
+     */
+    IdentityResolution dnsAsker(int port) {
+        IdentityResolution known;
+        synchronized (dnsAskers) {
+            known = dnsAskers.get(port);
+        }
+        return known != null ? known
+                : new IdentityResolution.Unresolved("no notified send to the DNS relay from local port " + port);
     }
 
     void deny(SeccompListener listener, long id, String call, int errno, String why) {

@@ -46,6 +46,8 @@ final class SocketCalls {
 
     private static native int connect(int fd, long address, int length);
 
+    private static native int bind(int fd, long address, int length);
+
     private static native int getsockname(int fd, long address, long lengthAddress);
 
     private static native int getpeername(int fd, long address, long lengthAddress);
@@ -72,6 +74,15 @@ final class SocketCalls {
                     return errno;
                 }
             }
+        }
+    }
+
+    /** Binds a descriptor; returns 0 or the errno. */
+    static int bind(int fd, InetSocketAddress address) {
+        byte[] encoded = encode(address);
+        try (Memory memory = new Memory(encoded.length)) {
+            memory.write(0, encoded, 0, encoded.length);
+            return bind(fd, com.sun.jna.Pointer.nativeValue(memory), encoded.length) == 0 ? 0 : Native.getLastError();
         }
     }
 

@@ -25,7 +25,8 @@ class DnsRelayTest {
     private static final byte[] ANSWER_ADDRESS = {10, 20, 30, 40};
 
     /** Answers A queries for example.test with 10.20.30.40, refuses everything named "denied". */
-    private static void supervise(TestSandbox sandbox, AtomicBoolean stop, ConcurrentLinkedQueue<byte[]> seen) {
+    private static void supervise(TestSandbox sandbox, AtomicBoolean stop, ConcurrentLinkedQueue<byte[]> seen,
+                                  ConcurrentLinkedQueue<openshell.isolation.IdentityResolution> askers) {
         Thread.ofPlatform().daemon(true).name("test-dns-supervisor").start(() -> {
             while (!stop.get()) {
                 Optional<PendingDnsQuery> next;
@@ -39,6 +40,7 @@ class DnsRelayTest {
                 }
                 byte[] query = next.get().query();
                 seen.add(query);
+                askers.add(next.get().identity());
                 if (new String(query, StandardCharsets.ISO_8859_1).contains("denied")) {
                     next.get().refuse(DenyReason.POLICY);
                 } else {
@@ -74,7 +76,8 @@ class DnsRelayTest {
         ConcurrentLinkedQueue<byte[]> seen = new ConcurrentLinkedQueue<>();
         try (TestSandbox sandbox = new TestSandbox(); DnsRelay relay = DnsRelay.start(sandbox.broker, NetworkBroker.DNS_RELAY)) {
             assertEquals(NetworkBroker.DNS_RELAY, relay.address());
-            supervise(sandbox, stop, seen);
+            ConcurrentLinkedQueue<openshell.isolation.IdentityResolution> askers = new ConcurrentLinkedQueue<>();
+            supervise(sandbox, stop, seen, askers);
             // getent hosts, not ahosts: getaddrinfo's AI_ADDRCONFIG finds no non-loopback address here and would not ask.
             TestSandbox.Outcome outcome = sandbox.run(sandbox.bash("unused").argv(List.of("bash", "-c", String.join("; ",
                     "grep nameserver /etc/resolv.conf",
@@ -94,6 +97,10 @@ class DnsRelayTest {
             assertEquals("refused-name", lines.get(2), outcome.toString());
             assertEquals("tcp 1234 10.20.30.40", lines.get(3), outcome.toString());
             assertTrue(seen.size() >= 3, "queries reached the supervisor: " + seen.size());
+            // Each query is attributed to the binary that sent it: getent over UDP, python3 over TCP.
+            List<String> paths = askers.stream().map(a -> a instanceof openshell.isolation.IdentityResolution.Resolved r
+                    ? r.identity().path() : a.toString()).distinct().toList();
+            assertEquals(List.of("/usr/bin/getent", TestSandbox.realPath("/usr/bin/python3")), paths);
         } finally {
             stop.set(true);
         }
