@@ -83,6 +83,7 @@ final class NetworkBroker implements NetworkMediationSource {
     private final Semaphore dnsSlots = new Semaphore(MAX_PENDING_DNS);
     private final AtomicInteger relays = new AtomicInteger();
     private final java.util.concurrent.atomic.AtomicLong exhausted = new java.util.concurrent.atomic.AtomicLong();
+    private final java.util.concurrent.atomic.AtomicLong droppedDns = new java.util.concurrent.atomic.AtomicLong();
     private final BlockingQueue<TcpOpen> tcp = new LinkedBlockingQueue<>();
     private final BlockingQueue<PendingDnsQuery> dns = new LinkedBlockingQueue<>();
     private final Set<TcpOpen> undecided = ConcurrentHashMap.newKeySet();
@@ -137,6 +138,16 @@ final class NetworkBroker implements NetworkMediationSource {
     /** @return how many connects were refused with EAGAIN because {@link #MAX_PENDING_DECISIONS} were pending */
     long exhaustedCount() {
         return exhausted.get();
+    }
+
+    /** @return DNS queries dropped because mediation was closed or {@link #MAX_PENDING_DNS} were pending */
+    long droppedDnsCount() {
+        return droppedDns.get();
+    }
+
+    /** @return DNS queries waiting for an answer */
+    int pendingDnsCount() {
+        return MAX_PENDING_DNS - dnsSlots.availablePermits();
     }
 
     int pendingDecisionCount() {
@@ -495,6 +506,7 @@ final class NetworkBroker implements NetworkMediationSource {
      */
     boolean offerDns(DnsQuery query) {
         if (closed || !dnsSlots.tryAcquire()) {
+            droppedDns.incrementAndGet();
             return false;
         }
         query.onSettled(dnsSlots::release);

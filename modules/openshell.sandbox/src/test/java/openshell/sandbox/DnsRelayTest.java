@@ -125,4 +125,32 @@ class DnsRelayTest {
                     "connect 127.0.0.1 EACCES"), outcome.output().lines().toList(), outcome.toString());
         }
     }
+
+    @Test
+    void pendingQueriesAreBoundedAndTheNextIsDropped() throws Exception {
+        try (TestSandbox sandbox = new TestSandbox(); DnsRelay relay = DnsRelay.start(sandbox.broker, NetworkBroker.DNS_RELAY)) {
+            assertEquals(NetworkBroker.DNS_RELAY, relay.address());
+            int total = NetworkBroker.MAX_PENDING_DNS + 1;
+            TestSandbox.Outcome outcome = sandbox.run(sandbox.python(String.join("\n",
+                    "import socket, struct",
+                    "u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)",
+                    "for i in range(" + total + "):",
+                    "    q = struct.pack('>HHHHHH', i, 0x100, 1, 0, 0, 0) + b'\\x01a\\x04test\\x00\\x00\\x01\\x00\\x01'",
+                    "    u.sendto(q, ('127.0.0.53', 53))",
+                    "print('sent')")).build());
+            assertEquals("sent", outcome.output().trim(), outcome.toString());
+            long deadline = System.nanoTime() + TestSandbox.WAIT.toNanos();
+            while (sandbox.broker.pendingDnsCount() + sandbox.broker.droppedDnsCount() < total && System.nanoTime() < deadline) {
+                Thread.onSpinWait();
+            }
+            assertEquals(NetworkBroker.MAX_PENDING_DNS, sandbox.broker.pendingDnsCount());
+            assertEquals(1, sandbox.broker.droppedDnsCount());
+            sandbox.broker.acceptDns(java.time.Duration.ZERO).orElseThrow().answer(answer(sandboxQuery()));
+            assertEquals(NetworkBroker.MAX_PENDING_DNS - 1, sandbox.broker.pendingDnsCount(), "an answer frees its slot");
+        }
+    }
+
+    private static byte[] sandboxQuery() {
+        return new byte[] {0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 'a', 4, 't', 'e', 's', 't', 0, 0, 1, 0, 1};
+    }
 }
