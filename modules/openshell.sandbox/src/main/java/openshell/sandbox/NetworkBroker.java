@@ -559,7 +559,11 @@ final class NetworkBroker implements NetworkMediationSource {
         }
         tcp.clear();
         for (PendingDnsQuery query : dns) {
-            query.refuse(DenyReason.MEDIATION_UNAVAILABLE);
+            try {
+                query.refuse(DenyReason.MEDIATION_UNAVAILABLE);
+            } catch (BackendException e) {
+                // Answered concurrently by a supervisor that took it just now: nothing left to refuse.
+            }
         }
         dns.clear();
         for (RelayChannel relay : openRelays) {

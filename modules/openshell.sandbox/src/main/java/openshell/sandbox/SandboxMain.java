@@ -122,6 +122,10 @@ public final class SandboxMain {
                         + "\",\"resolvConf\":\"" + java.nio.file.Files.readString(java.nio.file.Path.of("/etc/resolv.conf"))
                                 .lines().filter(l -> l.startsWith("nameserver")).findFirst().orElse("") + "\"}");
                 System.out.flush();
+            } finally {
+                // Nothing serves yet (issue #4): the view dies with this mount namespace, the file goes now.
+                java.nio.file.Files.deleteIfExists(runtimeDirectory.resolve("resolv.conf"));
+                java.nio.file.Files.deleteIfExists(runtimeDirectory);
             }
         } catch (BackendException | LinuxException | IOException | java.io.UncheckedIOException e) {
             System.err.println("openshell-sandbox: refusing to serve: " + e.getMessage());

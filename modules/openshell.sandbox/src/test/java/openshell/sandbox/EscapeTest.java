@@ -45,6 +45,14 @@ class EscapeTest {
     @Test
     void everyBypassAttemptFailsWithTheExpectedErrno() throws Exception {
         Path binary = compile("escape");
+        try {
+            everyBypassAttemptFails(binary);
+        } finally {
+            TestSandbox.deleteTree(binary.getParent());
+        }
+    }
+
+    private static void everyBypassAttemptFails(Path binary) throws Exception {
         Map<String, String> expected = new LinkedHashMap<>();
         expected.put("raw-socket", "EPERM");
         expected.put("packet-socket", "EAFNOSUPPORT");
@@ -106,9 +114,9 @@ class EscapeTest {
 
     @Test
     void execWhileADecisionIsPendingVoidsItAndNothingIsRelayed() throws Exception {
+        Path flags = Files.createTempDirectory("openshell-escape-flag");
         try (TestSandbox sandbox = new TestSandbox(); TestSandbox.Upstream upstream = new TestSandbox.Upstream()) {
             // The workload execs only once the supervisor holds the pending decision (a flag file tells it).
-            Path flags = Files.createTempDirectory("openshell-escape-flag");
             Files.setPosixFilePermissions(flags, PosixFilePermissions.fromString("rwxr-xr-x"));
             Path flag = flags.resolve("decision-pending");
             java.util.concurrent.CompletableFuture<PendingTcpOpen> pending = new java.util.concurrent.CompletableFuture<>();
@@ -138,6 +146,8 @@ class EscapeTest {
             assertEquals(openshell.isolation.BackendException.Kind.TERMINATED, e.kind(), e.getMessage());
             assertEquals(0, sandbox.broker.openRelayCount());
             assertTrue(upstream.received.isEmpty());
+        } finally {
+            TestSandbox.deleteTree(flags);
         }
     }
 

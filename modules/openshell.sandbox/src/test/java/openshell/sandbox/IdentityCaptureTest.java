@@ -34,6 +34,14 @@ class IdentityCaptureTest {
     @Test
     void aDigestIsComputedOnceAndAgainWhenTheFileChanges() throws Exception {
         Path dir = Files.createTempDirectory("openshell-identity");
+        try {
+            digestsFollowTheFile(dir);
+        } finally {
+            TestSandbox.deleteTree(dir);
+        }
+    }
+
+    private static void digestsFollowTheFile(Path dir) throws Exception {
         Path binary = dir.resolve("sleeper");
         Files.copy(Path.of("/usr/bin/sleep"), binary);
         binary.toFile().setExecutable(true);

@@ -44,6 +44,7 @@ final class TestSandbox implements AutoCloseable {
     final String netns;
     final WorkloadNetwork network;
     final NetworkBroker broker;
+    private final Path resolverDirectory;
     private final List<Thread> supervisors = new ArrayList<>();
     private final AtomicBoolean stopped = new AtomicBoolean();
 
@@ -59,11 +60,11 @@ final class TestSandbox implements AutoCloseable {
         netns = "/proc/" + holder.pid() + "/ns/net";
         network = WorkloadNetwork.enter(netns);
         // The namespace thread gets its own mount namespace, where the resolver view is installed.
-        network.run(() -> {
+        resolverDirectory = network.run(() -> {
             Namespaces.unshare(NamespaceType.MOUNT);
             Path dir = Files.createTempDirectory("openshell-sandbox-test");
             ResolverView.install(dir, Path.of("/etc/resolv.conf"));
-            return null;
+            return dir;
         });
         broker = new NetworkBroker(network, ProcessHandle.current().pid(), decisionWait);
     }
@@ -265,5 +266,17 @@ final class TestSandbox implements AutoCloseable {
         holder.pidfd().signal(9);
         holder.awaitExit(WAIT);
         holder.close();
+        deleteTree(resolverDirectory);
+    }
+
+    /** Removes a directory the test created, with everything in it. */
+    static void deleteTree(Path dir) {
+        try (var paths = Files.walk(dir)) {
+            for (Path p : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                Files.deleteIfExists(p);
+            }
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
     }
 }
