@@ -57,6 +57,10 @@
  * <tr><td>{@code Namespaces.MAX_ID_MAP_LINES}</td><td>340</td><td>EINVAL, nothing written</td></tr>
  * </table>
  */
+// Friends are compiled after this module, so javac cannot see them here (lint "module").
+@SuppressWarnings("module")
 module openshell.linux {
+    exports openshell.linux to openshell.sandbox;
+
     requires com.sun.jna;
 }

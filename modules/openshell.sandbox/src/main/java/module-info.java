@@ -1,0 +1,50 @@
+/**
+ * The sandbox runtime ({@code openshell-sandbox}): a program that runs inside the workload's
+ * execution environment as PID 1 or a child subreaper, owns the workload's process tree, and is
+ * the workload's only way out. Every outbound TCP {@code connect()} and DNS query of a workload
+ * process is intercepted by seccomp user notification, attributed to the binary that made it while
+ * the caller is blocked, and held until the supervisor decides (DESIGN §1, §5).
+ *
+ * <p>It exports nothing. The Sandbox Protocol side (gRPC, TLS, JWT) is added by an adapter over
+ * the runtime's internal interfaces; the broker already implements the isolation contract's
+ * {@code NetworkMediationSource}.
+ *
+ * <h2>Limits</h2>
+ * <table>
+ * <caption>Bounds and what happens at them</caption>
+ * <tr><th>Constant</th><th>Value</th><th>At the bound</th></tr>
+ * <tr><td>{@code NetworkBroker.MAX_PENDING_DECISIONS}</td><td>256</td><td>the next connect fails with EAGAIN</td></tr>
+ * <tr><td>{@code NetworkBroker.DECISION_WAIT}</td><td>30 s</td><td>the connect fails with ETIMEDOUT</td></tr>
+ * <tr><td>{@code NetworkBroker.MAX_RELAYS}</td><td>1024 open relayed connections</td><td>an allow fails the connect with EAGAIN</td></tr>
+ * <tr><td>{@code NetworkBroker.RELAY_ACCEPT_WAIT}</td><td>10 s</td><td>the relay is abandoned (the socket is reset)</td></tr>
+ * <tr><td>{@code NetworkBroker.MAX_PENDING_DNS}</td><td>256 queries</td><td>the query is dropped; the resolver retries</td></tr>
+ * <tr><td>{@code NetworkBroker.MAX_SENDMMSG_VECTOR}</td><td>1024 (UIO_MAXIOV)</td><td>the kernel sends no more in one call</td></tr>
+ * <tr><td>{@code NetworkBroker.MAX_DNS_ASKERS}</td><td>1024 local ports</td><td>the least recently used attribution is forgotten; its queries arrive Unresolved</td></tr>
+ * <tr><td>{@code IdentityCapture.MAX_CACHED_DIGESTS}</td><td>1024</td><td>the least recently used digest is forgotten</td></tr>
+ * <tr><td>{@code IdentityCapture.MAX_HASHED_BYTES}</td><td>1 GiB</td><td>the executable gets no digest</td></tr>
+ * <tr><td>{@code DnsRelay.MAX_TCP_CLIENTS}</td><td>64</td><td>further TCP resolver connections are closed</td></tr>
+ * <tr><td>{@code DnsRelay.TCP_IDLE_MILLIS}</td><td>10 s</td><td>an idle TCP resolver connection is closed</td></tr>
+ * <tr><td>{@code WorkloadProcess.OUTPUT_DRAIN_WAIT}</td><td>10 s</td><td>the exit status is reported without waiting longer for output EOF</td></tr>
+ * <tr><td>{@code ProcessTree.LAUNCH_WAIT}</td><td>60 s per launcher step</td><td>the launch fails, the launcher is killed</td></tr>
+ * <tr><td>{@code ProcessTree.KILL_WAIT}</td><td>10 s</td><td>terminate returns while the cgroup still empties</td></tr>
+ * <tr><td>{@code SandboxRuntime.MAX_PROCESSES}</td><td>1024 retained process handles</td><td>the new process is killed, UNAVAILABLE</td></tr>
+ * <tr><td>{@code SandboxMain.MAX_BUNDLE_BYTES}</td><td>1 MiB</td><td>exit 64, nothing served</td></tr>
+ * <tr><td>{@code StartupProbes.PROBE_WAIT}</td><td>10 s per probe step</td><td>the probe fails; exit 70</td></tr>
+ * <tr><td>{@code StartupProbes.MIN_LANDLOCK_ABI}</td><td>5</td><td>the probe fails; exit 70</td></tr>
+ * </table>
+ *
+ * <h2>Startup</h2>
+ * {@code SandboxMain}: non-dumpable, RLIMIT_CORE 0, the launch bundle read from standard input
+ * (then closed), {@code lo} up, then {@code StartupProbes}: a real seccomp notification with a
+ * task-memory read and an ADDFD (EBUSY there means a nested sandbox, reported as such), the
+ * Landlock ABI, only {@code lo} in the network namespace, and direct connections out that fail;
+ * then the resolver view ({@code /etc/resolv.conf} naming only 127.0.0.53, bind-mounted
+ * read-only in the runtime's own mount namespace) and the DNS relay. Serving the Sandbox
+ * Protocol over {@code RuntimeControl} is the protocol adapter's part (issue #4); until it exists
+ * {@code main} reports its evidence line and exits 69.
+ */
+module openshell.sandbox {
+    requires openshell.isolation;
+    requires openshell.linux;
+    requires com.sun.jna;
+}

@@ -1,0 +1,157 @@
+package openshell.sandbox;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import openshell.isolation.BinaryIdentity;
+import openshell.isolation.Executable;
+import openshell.isolation.IdentityResolution;
+
+/**
+ * Captures who made a call while the caller is blocked in it: the executable of the calling
+ * thread (through {@code /proc/<tid>/exe}, which names and opens the file the kernel mapped, even
+ * if it was since renamed or replaced), its SHA-256, the process's ancestors nearest-first up to
+ * (not including) the runtime, and the command line for diagnostics only. The caller of this
+ * class re-validates the notification afterwards: only then is what was read known to belong to
+ * the blocked caller and not to a recycled PID.
+ */
+final class IdentityCapture {
+    /** Digests remembered, keyed by device, inode, size and mtime; the oldest is forgotten first. */
+    static final int MAX_CACHED_DIGESTS = 1024;
+    /** Largest executable hashed; a larger one gets no digest (and policy may require one). */
+    static final long MAX_HASHED_BYTES = 1L << 30;
+
+    private record FileKey(long device, long inode, long size, FileTime modified) {
+    }
+
+    private final long runtimePid;
+    /** Digests computed (not served from the cache). */
+    private long computed;
+    private final Map<FileKey, String> digests = new LinkedHashMap<>(64, 0.75f, true) {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<FileKey, String> eldest) {
+            return size() > MAX_CACHED_DIGESTS;
+        }
+    };
+
+    /** @param runtimePid the runtime's own pid: the ancestor walk stops below it */
+    IdentityCapture(long runtimePid) {
+        this.runtimePid = runtimePid;
+    }
+
+    /**
+     * @param tid  the calling thread
+     * @param tgid its process
+     * @return the identity, or why there is none
+     */
+    IdentityResolution capture(int tid, int tgid) {
+        try {
+            Executable executable = executable(Path.of("/proc", Integer.toString(tid), "exe"));
+            List<Executable> ancestors = new ArrayList<>();
+            int pid = parentOf(tgid);
+            while (pid > 1 && pid != runtimePid && ancestors.size() < BinaryIdentity.MAX_ANCESTORS) {
+                ancestors.add(executable(Path.of("/proc", Integer.toString(pid), "exe")));
+                pid = parentOf(pid);
+            }
+            return new IdentityResolution.Resolved(new BinaryIdentity(executable, ancestors, cmdline(tgid)));
+        } catch (IOException | RuntimeException e) {
+            return new IdentityResolution.Unresolved("identity of thread " + tid + " could not be read: " + e);
+        }
+    }
+
+    synchronized long digestsComputed() {
+        return computed;
+    }
+
+    private Executable executable(Path exeLink) throws IOException {
+        String path = Files.readSymbolicLink(exeLink).toString();
+        Optional<String> digest = digest(exeLink);
+        return digest.isPresent() ? Executable.of(path, digest.get()) : Executable.of(path);
+    }
+
+    private Optional<String> digest(Path exeLink) throws IOException {
+        FileKey before = key(exeLink);
+        synchronized (this) {
+            String cached = digests.get(before);
+            if (cached != null) {
+                return Optional.of(cached);
+            }
+        }
+        if (before.size() > MAX_HASHED_BYTES) {
+            return Optional.empty();
+        }
+        MessageDigest sha;
+        try {
+            sha = MessageDigest.getInstance("SHA-256");
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+        byte[] buffer = new byte[64 * 1024];
+        try (InputStream in = Files.newInputStream(exeLink)) {
+            for (int n; (n = in.read(buffer)) > 0; ) {
+                sha.update(buffer, 0, n);
+            }
+        }
+        String hex = HexFormat.of().formatHex(sha.digest());
+        // Cache only if the file did not change while it was read.
+        if (key(exeLink).equals(before)) {
+            synchronized (this) {
+                digests.put(before, hex);
+                computed++;
+            }
+        }
+        return Optional.of(hex);
+    }
+
+    private static FileKey key(Path exeLink) throws IOException {
+        Map<String, Object> a = Files.readAttributes(exeLink, "unix:dev,ino,size,lastModifiedTime");
+        return new FileKey(((Number) a.get("dev")).longValue(), ((Number) a.get("ino")).longValue(),
+                ((Number) a.get("size")).longValue(), (FileTime) a.get("lastModifiedTime"));
+    }
+
+    static int parentOf(int pid) throws IOException {
+        String stat = Files.readString(Path.of("/proc", Integer.toString(pid), "stat"), StandardCharsets.UTF_8);
+        // The command name may contain spaces and parentheses: fields start after the last ')'.
+        String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+        return Integer.parseInt(fields[1]);
+    }
+
+    static int processOf(int tid) throws IOException {
+        for (String line : Files.readAllLines(Path.of("/proc", Integer.toString(tid), "status"), StandardCharsets.UTF_8)) {
+            if (line.startsWith("Tgid:")) {
+                return Integer.parseInt(line.substring(5).trim());
+            }
+        }
+        throw new IOException("no Tgid in /proc/" + tid + "/status");
+    }
+
+    private static List<String> cmdline(int pid) {
+        try {
+            byte[] raw = Files.readAllBytes(Path.of("/proc", Integer.toString(pid), "cmdline"));
+            List<String> parts = new ArrayList<>();
+            int start = 0;
+            for (int i = 0; i < raw.length && parts.size() < BinaryIdentity.MAX_CMDLINE; i++) {
+                if (raw[i] == 0) {
+                    parts.add(new String(raw, start, i - start, StandardCharsets.UTF_8));
+                    start = i + 1;
+                }
+            }
+            return parts;
+        } catch (IOException e) {
+            return List.of();
+        }
+    }
+}

@@ -1,0 +1,574 @@
+package openshell.sandbox;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.UnknownHostException;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Optional;
+import openshell.isolation.IdentityResolution;
+import java.util.Set;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import openshell.isolation.BackendException;
+import openshell.isolation.DenyReason;
+import openshell.isolation.NetworkMediationSource;
+import openshell.isolation.PendingDnsQuery;
+import openshell.isolation.PendingTcpOpen;
+import openshell.linux.Errno;
+import openshell.linux.LinuxException;
+import openshell.linux.OwnedFd;
+import openshell.linux.Pidfd;
+import openshell.linux.SeccompListener;
+import openshell.linux.SeccompNotification;
+import openshell.linux.TaskMemory;
+
+/**
+ * The network broker: serves the seccomp listener of every workload process and turns each
+ * {@code connect()} to an external TCP address into a {@link PendingTcpOpen}, so the runtime is
+ * the {@link NetworkMediationSource} of its boundary. Everything else the filter notifies is
+ * answered here at once: AF_UNIX and loopback stay local ({@code CONTINUE}), UDP may only reach
+ * the DNS relay, binds only loopback, {@code MSG_FASTOPEN} never.
+ *
+ * <p>Why the caller's address is copied before anything is decided: {@code CONTINUE} makes the
+ * kernel re-read the caller's memory, which another thread may have changed. A mediated connect
+ * is therefore never continued: the runtime takes the caller's own socket ({@code pidfd_getfd}),
+ * connects it itself to a one-shot loopback relay, and answers with the kernel's result. What
+ * is continued (AF_UNIX, loopback, the DNS relay) could at worst be redirected to another address
+ * inside the workload's network namespace, which has no route out: that is the fence's job.
+ */
+final class NetworkBroker implements NetworkMediationSource {
+    /** Most connects waiting for a decision at once; the next one fails with EAGAIN. */
+    static final int MAX_PENDING_DECISIONS = 256;
+    /** Longest wait for a decision; then the caller gets ETIMEDOUT. */
+    static final Duration DECISION_WAIT = Duration.ofSeconds(30);
+    /** Most relayed connections open at once; an allow beyond it fails the caller with EAGAIN. */
+    static final int MAX_RELAYS = 1024;
+    /** Longest wait for the workload's socket to arrive at its one-shot relay listener. */
+    static final Duration RELAY_ACCEPT_WAIT = Duration.ofSeconds(10);
+    /** Most DNS queries waiting for an answer; more are dropped (the resolver retries). */
+    static final int MAX_PENDING_DNS = 256;
+    /** Local ports whose DNS queries are attributed to a binary; the least recently used is forgotten. */
+    static final int MAX_DNS_ASKERS = 1024;
+    /** The DNS relay inside the workload's network namespace. */
+    static final InetSocketAddress DNS_RELAY = new InetSocketAddress(address(127, 0, 0, 53), 53);
+
+    static final int NR_SOCKET = 41;
+    static final int NR_CONNECT = 42;
+    static final int NR_SENDTO = 44;
+    static final int NR_SENDMSG = 46;
+    static final int NR_BIND = 49;
+    static final int NR_LISTEN = 50;
+    static final int NR_SENDMMSG = 307;
+    static final int MSG_FASTOPEN = 0x20000000;
+    /** The kernel's UIO_MAXIOV: sendmmsg never sends more messages in one call. */
+    static final int MAX_SENDMMSG_VECTOR = 1024;
+    static final int MMSGHDR_BYTES = 64;
+    static final int MAX_SOCKADDR_BYTES = 128;
+    static final int EOPNOTSUPP = 95;
+    static final int ECANCELED = 125;
+
+    private final WorkloadNetwork network;
+    private final IdentityCapture identities;
+    private final Duration decisionWait;
+    private final Semaphore pendingSlots = new Semaphore(MAX_PENDING_DECISIONS);
+    private final Semaphore dnsSlots = new Semaphore(MAX_PENDING_DNS);
+    private final AtomicInteger relays = new AtomicInteger();
+    private final java.util.concurrent.atomic.AtomicLong exhausted = new java.util.concurrent.atomic.AtomicLong();
+    private final java.util.concurrent.atomic.AtomicLong droppedDns = new java.util.concurrent.atomic.AtomicLong();
+    private final BlockingQueue<TcpOpen> tcp = new LinkedBlockingQueue<>();
+    private final BlockingQueue<PendingDnsQuery> dns = new LinkedBlockingQueue<>();
+    private final Set<TcpOpen> undecided = ConcurrentHashMap.newKeySet();
+    private final Set<RelayChannel> openRelays = ConcurrentHashMap.newKeySet();
+    private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(
+            r -> Thread.ofPlatform().daemon(true).name("broker-decision-timer").unstarted(r));
+    private volatile boolean closed;
+    private final Map<Integer, IdentityResolution> dnsAskers = new LinkedHashMap<>(64, 0.75f, true) {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<Integer, IdentityResolution> eldest) {
+            return size() > MAX_DNS_ASKERS;
+        }
+    };
+
+    /**
+     * @param network      where relay listeners are created
+     * @param runtimePid   the runtime's pid (ancestor walks stop below it)
+     * @param decisionWait the decision bound ({@link #DECISION_WAIT} in production)
+     */
+    NetworkBroker(WorkloadNetwork network, long runtimePid, Duration decisionWait) {
+        this.network = network;
+        this.identities = new IdentityCapture(runtimePid);
+        this.decisionWait = decisionWait;
+    }
+
+    private static InetAddress address(int a, int b, int c, int d) {
+        try {
+            return InetAddress.getByAddress(new byte[] {(byte) a, (byte) b, (byte) c, (byte) d});
+        } catch (UnknownHostException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    IdentityCapture identities() {
+        return identities;
+    }
+
+    WorkloadNetwork network() {
+        return network;
+    }
+
+    boolean isClosed() {
+        return closed;
+    }
+
+    int openRelayCount() {
+        return relays.get();
+    }
+
+    /** @return how many connects were refused with EAGAIN because {@link #MAX_PENDING_DECISIONS} were pending */
+    long exhaustedCount() {
+        return exhausted.get();
+    }
+
+    /** @return DNS queries dropped because mediation was closed or {@link #MAX_PENDING_DNS} were pending */
+    long droppedDnsCount() {
+        return droppedDns.get();
+    }
+
+    /** @return DNS queries waiting for an answer */
+    int pendingDnsCount() {
+        return MAX_PENDING_DNS - dnsSlots.availablePermits();
+    }
+
+    int pendingDecisionCount() {
+        return MAX_PENDING_DECISIONS - pendingSlots.availablePermits();
+    }
+
+    /**
+     * Serves a workload process's listener on a new thread until its last user exits.
+     *
+     * @param listener the listener the launcher handed over (now owned by the broker)
+     * @return the serving thread
+     */
+    Thread serve(SeccompListener listener) {
+        SharedListener shared = new SharedListener(listener);
+        return Thread.ofPlatform().daemon(true).name("seccomp-broker").start(() -> {
+            try {
+                TaskMemory memory = TaskMemory.probe();
+                SeccompNotification n = listener.newNotification();
+                while (true) {
+                    SeccompListener.Pending pending = listener.awaitPending(Duration.ofSeconds(1));
+                    if (pending == SeccompListener.Pending.NO_USERS) {
+                        return;
+                    }
+                    if (pending == SeccompListener.Pending.NOTIFICATION && listener.receive(n)) {
+                        handle(shared, n, memory);
+                    }
+                }
+            } catch (RuntimeException e) {
+                audit("listener", "failed", e.toString());
+            } finally {
+                shared.release();
+            }
+        });
+    }
+
+    private void handle(SharedListener shared, SeccompNotification n, TaskMemory memory) {
+        SeccompListener listener = shared.listener();
+        long id = n.id();
+        try {
+            switch (n.syscall()) {
+                case NR_SOCKET, NR_LISTEN -> listener.respondContinue(id);
+                case NR_CONNECT -> onConnect(shared, n, memory);
+                case NR_BIND -> onBind(listener, n, memory);
+                case NR_SENDTO -> onSend(listener, id, "sendto", n.pid(), (int) n.argument(0), n.argument(3), n.argument(4), n.argument(5), memory);
+                case NR_SENDMSG -> onSendmsg(listener, n, memory);
+                case NR_SENDMMSG -> onSendmmsg(listener, n, memory);
+                default -> deny(listener, id, "syscall " + n.syscall(), Errno.ENOSYS, "not expected from the filter");
+            }
+        } catch (LinuxException e) {
+            // The caller's memory or descriptor could not be read: fail closed with the kernel's own errno.
+            int errno = e.errno() > 0 ? e.errno() : Errno.EACCES;
+            deny(listener, id, "syscall " + n.syscall(), errno, e.getMessage());
+        } catch (IOException | RuntimeException e) {
+            deny(listener, id, "syscall " + n.syscall(), Errno.EACCES, e.toString());
+        }
+    }
+
+    private static byte[] readSockaddr(TaskMemory memory, int tid, long address, long length) {
+        if (address == 0 || length <= 0) {
+            return new byte[0];
+        }
+        byte[] sockaddr = new byte[(int) Math.min(length, MAX_SOCKADDR_BYTES)];
+        int n = memory.read(tid, address, sockaddr, sockaddr.length);
+        return n == sockaddr.length ? sockaddr : java.util.Arrays.copyOf(sockaddr, n);
+    }
+
+    private void onConnect(SharedListener shared, SeccompNotification n, TaskMemory memory) throws IOException {
+        SeccompListener listener = shared.listener();
+        long id = n.id();
+        int tid = n.pid();
+        byte[] sockaddr = readSockaddr(memory, tid, n.argument(1), n.argument(2));
+        int family = SocketCalls.family(sockaddr, sockaddr.length);
+        if (family != SocketCalls.AF_INET && family != SocketCalls.AF_INET6) {
+            listener.respondContinue(id);
+            return;
+        }
+        Optional<InetSocketAddress> parsed = SocketCalls.decode(sockaddr);
+        if (parsed.isEmpty()) {
+            deny(listener, id, "connect", Errno.EINVAL, "malformed sockaddr");
+            return;
+        }
+        InetSocketAddress destination = parsed.get();
+        int fd = (int) n.argument(0);
+        int tgid = IdentityCapture.processOf(tid);
+        OwnedFd socket;
+        try (Pidfd process = Pidfd.open(tgid)) {
+            socket = process.takeFd(fd);
+        }
+        boolean handedOff = false;
+        try {
+            if (!listener.isValid(id)) {
+                return;
+            }
+            int type = SocketCalls.intOption(socket.value(), SocketCalls.SO_TYPE);
+            int domain = SocketCalls.intOption(socket.value(), SocketCalls.SO_DOMAIN);
+            if (domain != family) {
+                deny(listener, id, "connect", SocketCalls.EAFNOSUPPORT, "address family differs from the socket's");
+            } else if (type == SocketCalls.SOCK_DGRAM) {
+                if (destination.equals(DNS_RELAY)) {
+                    attributeDns(socket, tid, tgid);
+                    listener.respondContinue(id);
+                } else {
+                    deny(listener, id, "connect(udp)", Errno.EACCES, "UDP only to the DNS relay, not " + destination);
+                }
+            } else if (type != SocketCalls.SOCK_STREAM) {
+                deny(listener, id, "connect", Errno.EACCES, "socket type " + type);
+            } else if (staysLocal(destination.getAddress())) {
+                if (destination.equals(DNS_RELAY)) {
+                    attributeDns(socket, tid, tgid);
+                }
+                listener.respondContinue(id);
+            } else if (closed) {
+                deny(listener, id, "connect", ECANCELED, "mediation unavailable");
+            } else if (!pendingSlots.tryAcquire()) {
+                exhausted.incrementAndGet();
+                deny(listener, id, "connect", Errno.EAGAIN, MAX_PENDING_DECISIONS + " decisions pending");
+            } else {
+                handedOff = true;
+                OwnedFd owned = socket;
+                shared.acquire();
+                Thread.ofVirtual().name("pending-connect").start(
+                        () -> prepare(shared, id, tid, tgid, domain, owned, destination));
+            }
+        } finally {
+            if (!handedOff) {
+                socket.close();
+            }
+        }
+    }
+
+    /** Loopback and the unspecified address (which the kernel connects to loopback) never leave the box. */
+    static boolean staysLocal(InetAddress address) {
+        return address.isLoopbackAddress() || address.isAnyLocalAddress();
+    }
+
+    private void prepare(SharedListener shared, long id, int tid, int tgid, int domain, OwnedFd socket,
+                         InetSocketAddress destination) {
+        SeccompListener listener = shared.listener();
+        TcpOpen open = null;
+        try {
+            long inode = socketInode(socket);
+            open = new TcpOpen(this, shared, id, domain, socket, destination, identities.capture(tid, tgid), inode);
+            // Only now is what was read known to belong to the blocked caller.
+            if (!listener.isValid(id)) {
+                open.abandon();
+                return;
+            }
+            undecided.add(open);
+            TcpOpen scheduled = open;
+            open.expiry(timer.schedule(scheduled::expire, decisionWait.toMillis(), TimeUnit.MILLISECONDS));
+            tcp.add(open);
+            if (closed) {
+                open.cancel();
+            }
+        } catch (RuntimeException | IOException e) {
+            // Answer first: the listener stays open until this decision lets go of it below.
+            try {
+                deny(listener, id, "connect", Errno.EACCES, "could not prepare the decision: " + e);
+            } finally {
+                if (open != null) {
+                    open.abandon();
+                } else {
+                    socket.close();
+                    pendingSlots.release();
+                    shared.release();
+                }
+            }
+        }
+    }
+
+    private static long socketInode(OwnedFd socket) throws IOException {
+        String target = java.nio.file.Files.readSymbolicLink(java.nio.file.Path.of("/proc/self/fd/" + socket.value())).toString();
+        if (!target.startsWith("socket:[")) {
+            throw new IOException("not a socket: " + target);
+        }
+        return Long.parseLong(target.substring(8, target.length() - 1));
+    }
+
+    private void onBind(SeccompListener listener, SeccompNotification n, TaskMemory memory) {
+        byte[] sockaddr = readSockaddr(memory, n.pid(), n.argument(1), n.argument(2));
+        int family = SocketCalls.family(sockaddr, sockaddr.length);
+        if (family != SocketCalls.AF_INET && family != SocketCalls.AF_INET6) {
+            listener.respondContinue(n.id());
+            return;
+        }
+        Optional<InetSocketAddress> parsed = SocketCalls.decode(sockaddr);
+        if (parsed.isPresent() && parsed.get().getAddress().isLoopbackAddress()) {
+            listener.respondContinue(n.id());
+        } else {
+            deny(listener, n.id(), "bind", Errno.EACCES, "only loopback addresses may be bound: " + parsed.orElse(null));
+        }
+    }
+
+    private void onSend(SeccompListener listener, long id, String call, int tid, int fd, long flags, long address, long length,
+                        TaskMemory memory) {
+        Optional<String> refusal = sendRefusal(tid, flags, address, length, memory);
+        if (refusal.isEmpty()) {
+            if (address != 0) {
+                attributeDns(tid, fd);
+            }
+            listener.respondContinue(id);
+        } else {
+            deny(listener, id, call, (flags & MSG_FASTOPEN) != 0 ? EOPNOTSUPP : Errno.EACCES, refusal.get());
+        }
+    }
+
+    private static Optional<String> sendRefusal(int tid, long flags, long address, long length, TaskMemory memory) {
+        if ((flags & MSG_FASTOPEN) != 0) {
+            return Optional.of("MSG_FASTOPEN would connect without mediation");
+        }
+        byte[] sockaddr = readSockaddr(memory, tid, address, length);
+        int family = SocketCalls.family(sockaddr, sockaddr.length);
+        if (family != SocketCalls.AF_INET && family != SocketCalls.AF_INET6) {
+            return Optional.empty();
+        }
+        Optional<InetSocketAddress> parsed = SocketCalls.decode(sockaddr);
+        if (parsed.isPresent() && parsed.get().equals(DNS_RELAY)) {
+            return Optional.empty();
+        }
+        return Optional.of("datagrams only to the DNS relay, not " + parsed.map(Object::toString).orElse("a malformed address"));
+    }
+
+    private void onSendmsg(SeccompListener listener, SeccompNotification n, TaskMemory memory) {
+        long flags = n.argument(2);
+        byte[] header = new byte[12];
+        memory.read(n.pid(), n.argument(1), header, header.length);
+        java.nio.ByteBuffer h = java.nio.ByteBuffer.wrap(header).order(java.nio.ByteOrder.nativeOrder());
+        onSend(listener, n.id(), "sendmsg", n.pid(), (int) n.argument(0), flags, h.getLong(0), h.getInt(8) & 0xffffffffL, memory);
+    }
+
+    private void onSendmmsg(SeccompListener listener, SeccompNotification n, TaskMemory memory) {
+        long flags = n.argument(3);
+        long count = Math.min(n.argument(2) & 0xffffffffL, MAX_SENDMMSG_VECTOR);
+        byte[] header = new byte[12];
+        boolean addressed = false;
+        for (long i = 0; i < count; i++) {
+            memory.read(n.pid(), n.argument(1) + i * MMSGHDR_BYTES, header, header.length);
+            java.nio.ByteBuffer h = java.nio.ByteBuffer.wrap(header).order(java.nio.ByteOrder.nativeOrder());
+            addressed |= h.getLong(0) != 0;
+            Optional<String> refusal = sendRefusal(n.pid(), flags, h.getLong(0), h.getInt(8) & 0xffffffffL, memory);
+            if (refusal.isPresent()) {
+                deny(listener, n.id(), "sendmmsg", (flags & MSG_FASTOPEN) != 0 ? EOPNOTSUPP : Errno.EACCES,
+                        "message " + i + ": " + refusal.get());
+                return;
+            }
+        }
+        if (addressed) {
+            attributeDns(n.pid(), (int) n.argument(0));
+        }
+        listener.respondContinue(n.id());
+    }
+
+    /** A datagram to the relay from a socket taken by number: attribute its port (a non-DNS send changes nothing). */
+    private void attributeDns(int tid, int fd) {
+        try {
+            int tgid = IdentityCapture.processOf(tid);
+            try (Pidfd process = Pidfd.open(tgid); OwnedFd socket = process.takeFd(fd)) {
+                if (SocketCalls.intOption(socket.value(), SocketCalls.SO_DOMAIN) == SocketCalls.AF_INET) {
+                    attributeDns(socket, tid, tgid);
+                }
+            }
+        } catch (IOException | LinuxException e) {
+            audit("dns", "unattributed", e.toString());
+        }
+    }
+
+    /**
+     * Records which binary owns the local port a query to the relay will come from. An unbound
+     * socket is bound to an ephemeral loopback port first (where the kernel would have put it
+     * anyway), so the port is known before its first datagram leaves.
+     */
+    private void attributeDns(OwnedFd socket, int tid, int tgid) {
+        Optional<InetSocketAddress> local = SocketCalls.localAddress(socket.value());
+        if (local.isEmpty() || local.get().getPort() == 0) {
+            SocketCalls.bind(socket.value(), new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+            local = SocketCalls.localAddress(socket.value());
+        }
+        if (local.isPresent() && local.get().getPort() != 0) {
+            IdentityResolution identity = identities.capture(tid, tgid);
+            synchronized (dnsAskers) {
+                dnsAskers.put(local.get().getPort(), identity);
+            }
+        }
+    }
+
+    /**
+     * @param port the local port a query came from
+     * @return who sent from it, or why that is unknown
+     */
+    IdentityResolution dnsAsker(int port) {
+        IdentityResolution known;
+        synchronized (dnsAskers) {
+            known = dnsAskers.get(port);
+        }
+        return known != null ? known
+                : new IdentityResolution.Unresolved("no notified send to the DNS relay from local port " + port);
+    }
+
+    void deny(SeccompListener listener, long id, String call, int errno, String why) {
+        audit(call, "deny " + Errno.name(errno), why);
+        listener.respondErrno(id, errno);
+    }
+
+    static void audit(String call, String outcome, String detail) {
+        System.err.println("{\"audit\":\"sandbox-broker\",\"call\":\"" + call + "\",\"outcome\":\"" + outcome
+                + "\",\"detail\":\"" + detail.replace("\\", "\\\\").replace("\"", "'") + "\"}");
+    }
+
+    static int errnoOf(DenyReason reason) {
+        return switch (reason) {
+            case POLICY, IDENTITY_UNRESOLVED -> Errno.EACCES;
+            case EXHAUSTED -> Errno.EAGAIN;
+            case MEDIATION_UNAVAILABLE -> ECANCELED;
+            case TIMEOUT -> Errno.ETIMEDOUT;
+        };
+    }
+
+    // Called by TcpOpen.
+    void settled(TcpOpen open) {
+        undecided.remove(open);
+        pendingSlots.release();
+    }
+
+    boolean reserveRelay() {
+        if (relays.incrementAndGet() > MAX_RELAYS) {
+            relays.decrementAndGet();
+            return false;
+        }
+        return true;
+    }
+
+    RelayChannel registerRelay(java.net.Socket accepted) throws IOException {
+        RelayChannel[] self = new RelayChannel[1];
+        RelayChannel channel = new RelayChannel(accepted, () -> {
+            openRelays.remove(self[0]);
+            relays.decrementAndGet();
+        });
+        self[0] = channel;
+        openRelays.add(channel);
+        if (closed) {
+            channel.close();
+            throw new BackendException(BackendException.Kind.UNAVAILABLE, "mediation closed");
+        }
+        return channel;
+    }
+
+    void releaseRelay() {
+        relays.decrementAndGet();
+    }
+
+    /**
+     * Queues a DNS query for the decision side.
+     *
+     * @param query the pending query
+     * @return {@code false} if closed or too many are pending (the query is dropped)
+     */
+    boolean offerDns(DnsQuery query) {
+        if (closed || !dnsSlots.tryAcquire()) {
+            droppedDns.incrementAndGet();
+            return false;
+        }
+        query.onSettled(dnsSlots::release);
+        dns.add(query);
+        return true;
+    }
+
+    @Override
+    public Optional<PendingTcpOpen> acceptTcp(Duration timeout) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (true) {
+            if (closed) {
+                throw new BackendException(BackendException.Kind.TERMINATED, "mediation source closed");
+            }
+            TcpOpen next;
+            try {
+                next = tcp.poll(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new BackendException(BackendException.Kind.TERMINATED, "interrupted");
+            }
+            if (next == null) {
+                return Optional.empty();
+            }
+            if (!next.isDecided()) {
+                return Optional.of(next);
+            }
+        }
+    }
+
+    @Override
+    public Optional<PendingDnsQuery> acceptDns(Duration timeout) {
+        if (closed) {
+            throw new BackendException(BackendException.Kind.TERMINATED, "mediation source closed");
+        }
+        try {
+            return Optional.ofNullable(dns.poll(timeout.toNanos(), TimeUnit.NANOSECONDS));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new BackendException(BackendException.Kind.TERMINATED, "interrupted");
+        }
+    }
+
+    /** Egress stops at once: pending connects get ECANCELED, open relays close, later connects are refused. */
+    @Override
+    public void close() {
+        closed = true;
+        for (TcpOpen open : undecided) {
+            open.cancel();
+        }
+        tcp.clear();
+        for (PendingDnsQuery query : dns) {
+            try {
+                query.refuse(DenyReason.MEDIATION_UNAVAILABLE);
+            } catch (BackendException e) {
+                // Answered concurrently by a supervisor that took it just now: nothing left to refuse.
+            }
+        }
+        dns.clear();
+        for (RelayChannel relay : openRelays) {
+            relay.close();
+        }
+        timer.shutdownNow();
+    }
+}

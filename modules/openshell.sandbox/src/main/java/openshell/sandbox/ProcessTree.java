@@ -1,0 +1,288 @@
+package openshell.sandbox;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Function;
+import openshell.isolation.BackendException;
+import openshell.isolation.TerminalSize;
+import openshell.linux.Cgroup;
+import openshell.linux.LaunchPlan;
+import openshell.linux.LaunchResult;
+import openshell.linux.LauncherProcess;
+import openshell.linux.LinuxException;
+import openshell.linux.OwnedFd;
+import openshell.linux.Pidfd;
+import openshell.linux.ProcessControl;
+import openshell.linux.Pty;
+
+/**
+ * The workload's process tree, owned by the runtime: every workload process starts through the
+ * launcher (a pre-started one for pipe execs, so its JVM start-up is off the critical path), is
+ * moved into the workload's cgroup v2 leaf before it receives its plan (so every descendant,
+ * double-forked or not, is in it), and has its seccomp listener served by the broker before it
+ * may run. Terminating kills the whole leaf ({@code cgroup.kill}). The runtime is a child
+ * subreaper, and reaps orphans that are not its own launches.
+ */
+final class ProcessTree implements AutoCloseable {
+    /** Longest wait for a launcher to report each step. */
+    static final Duration LAUNCH_WAIT = Duration.ofSeconds(60);
+    /** Longest wait for the cgroup to empty after {@code cgroup.kill}. */
+    static final Duration KILL_WAIT = Duration.ofSeconds(10);
+    /** How often orphans are looked for. */
+    static final Duration REAP_INTERVAL = Duration.ofMillis(200);
+
+    /** Everything about a workload process except what the caller chooses. */
+    interface PlanTemplate extends Function<LaunchRequest, LaunchPlan> {
+    }
+
+    /**
+     * What a caller chooses for one process.
+     *
+     * @param argv        argv, argv[0] absolute or found on PATH by the template
+     * @param environment NAME=value entries
+     * @param directory   working directory
+     * @param terminal    a terminal of this size, or pipes
+     */
+    record LaunchRequest(List<String> argv, List<String> environment, String directory, Optional<TerminalSize> terminal) {
+    }
+
+    private final LauncherProcess.Command command;
+    private final PlanTemplate template;
+    private final NetworkBroker broker;
+    private final Cgroup cgroup;
+    private final WorkloadNetwork network;
+    private final Set<Integer> launched = ConcurrentHashMap.newKeySet();
+    private final Map<Integer, WorkloadProcess> processes = new ConcurrentHashMap<>();
+    private volatile PreStarted ready;
+    private volatile boolean terminated;
+    private final Thread reaper;
+
+    /** A launcher started ahead of time, with the pipes it will hand its target. */
+    private record PreStarted(LauncherProcess launcher, OwnedFd stdin, OwnedFd stdout, OwnedFd stderr) {
+        void discard() {
+            launcher.kill();
+            launcher.process().awaitExit(KILL_WAIT);
+            launcher.close();
+            stdin.close();
+            stdout.close();
+            stderr.close();
+        }
+    }
+
+    ProcessTree(LauncherProcess.Command command, PlanTemplate template, NetworkBroker broker, Cgroup cgroup) {
+        this.command = command;
+        this.template = template;
+        this.broker = broker;
+        this.cgroup = cgroup;
+        this.network = broker.network();
+        ProcessControl.setChildSubreaper(true);
+        this.reaper = Thread.ofPlatform().daemon(true).name("orphan-reaper").start(this::reapOrphans);
+        this.ready = preStart();
+    }
+
+    /** @return the cgroup v2 leaf for a workload, under the first writable cgroup2 mount */
+    static Cgroup leaf(String name) {
+        Path root = Cgroup.v2Root().orElseThrow(() -> new BackendException(BackendException.Kind.UNAVAILABLE,
+                "cgroup v2 is not mounted: the runtime cannot guarantee to kill a whole process tree"));
+        return Cgroup.create(root, name);
+    }
+
+    private PreStarted preStart() {
+        List<OwnedFd> in = OwnedFd.pipe();
+        List<OwnedFd> out = OwnedFd.pipe();
+        List<OwnedFd> err = OwnedFd.pipe();
+        try (OwnedFd childIn = in.get(0); OwnedFd childOut = out.get(1); OwnedFd childErr = err.get(1)) {
+            LauncherProcess launcher = spawn(new LauncherProcess.Stdio(childIn.value(), childOut.value(), childErr.value(), false));
+            return new PreStarted(launcher, in.get(1), out.get(0), err.get(0));
+        }
+    }
+
+    private LauncherProcess spawn(LauncherProcess.Stdio stdio) {
+        // Spawned from the namespace thread (if any), so the launcher starts in the workload's namespaces.
+        LauncherProcess launcher = network.run(() -> LauncherProcess.start(command, stdio));
+        launched.add(launcher.process().pid());
+        try {
+            cgroup.move(launcher.process().pid());
+        } catch (LinuxException e) {
+            launcher.kill();
+            launcher.close();
+            throw e;
+        }
+        return launcher;
+    }
+
+    /**
+     * Starts a workload process.
+     *
+     * @param request what to run
+     * @return the running process
+     * @throws BackendException TERMINATED after {@link #terminateAll}; FAILED if a launch step failed
+     */
+    WorkloadProcess start(LaunchRequest request) {
+        if (terminated) {
+            throw new BackendException(BackendException.Kind.TERMINATED, "the workload was terminated");
+        }
+        LaunchPlan plan = template.apply(request);
+        LauncherProcess launcher;
+        OwnedFd stdin;
+        OwnedFd stdout;
+        Optional<OwnedFd> stderr;
+        Optional<Pty> pty = Optional.empty();
+        if (request.terminal().isPresent()) {
+            Pty terminal = Pty.open();
+            TerminalSize size = request.terminal().get();
+            terminal.resize(new Pty.WindowSize(size.rows(), size.columns()));
+            launcher = spawn(new LauncherProcess.Stdio(terminal.slave().value(), terminal.slave().value(),
+                    terminal.slave().value(), true));
+            terminal.slave().close();
+            pty = Optional.of(terminal);
+            stdin = terminal.master();
+            stdout = terminal.master();
+            stderr = Optional.empty();
+        } else {
+            PreStarted taken;
+            synchronized (this) {
+                taken = ready;
+                ready = null;
+            }
+            if (taken == null) {
+                taken = preStart();
+            }
+            launcher = taken.launcher();
+            stdin = taken.stdin();
+            stdout = taken.stdout();
+            stderr = Optional.of(taken.stderr());
+            Thread.ofVirtual().start(this::refill);
+        }
+        LaunchResult result = launcher.sendPlan(plan, LAUNCH_WAIT);
+        if (!(result instanceof LaunchResult.Ready r)) {
+            launcher.kill();
+            launcher.close();
+            throw new BackendException(BackendException.Kind.FAILED, "launch failed: " + result);
+        }
+        if (!r.landlock().complete() && plan.landlock() == LaunchPlan.Mode.REQUIRED) {
+            launcher.withdraw();
+            throw new BackendException(BackendException.Kind.FAILED, "Landlock incomplete: " + r.landlock());
+        }
+        broker.serve(r.listener());
+        LaunchResult started = launcher.acknowledge(LAUNCH_WAIT);
+        if (!(started instanceof LaunchResult.Started)) {
+            launcher.kill();
+            throw new BackendException(BackendException.Kind.FAILED, "exec failed: " + started);
+        }
+        WorkloadProcess process = new WorkloadProcess(this, launcher.process(), stdin, stdout, stderr, pty);
+        processes.put(process.pid(), process);
+        process.watch();
+        if (terminated) {
+            terminateAll();
+        }
+        return process;
+    }
+
+    private void refill() {
+        if (terminated) {
+            return;
+        }
+        PreStarted next = preStart();
+        synchronized (this) {
+            if (ready == null && !terminated) {
+                ready = next;
+                return;
+            }
+        }
+        next.discard();
+    }
+
+    /** Kills every workload process, however it was started or re-parented. Idempotent. */
+    void terminateAll() {
+        terminated = true;
+        PreStarted spare;
+        synchronized (this) {
+            spare = ready;
+            ready = null;
+        }
+        if (spare != null) {
+            spare.discard();
+        }
+        cgroup.killAll();
+        long deadline = System.nanoTime() + KILL_WAIT.toNanos();
+        while (cgroup.events().populated() && System.nanoTime() < deadline) {
+            Thread.onSpinWait();
+        }
+    }
+
+    boolean isTerminated() {
+        return terminated;
+    }
+
+    /** @return the pids in the workload's cgroup */
+    List<Integer> members() {
+        return new ArrayList<>(cgroup.members());
+    }
+
+    private void reapOrphans() {
+        long self = ProcessHandle.current().pid();
+        while (!Thread.currentThread().isInterrupted()) {
+            for (int pid : children(self)) {
+                if (!launched.contains(pid) && isZombie(pid)) {
+                    try (Pidfd orphan = Pidfd.open(pid)) {
+                        orphan.awaitExit(Duration.ZERO);
+                    } catch (LinuxException e) {
+                        // Not our child after all, or already reaped: nothing to do.
+                    }
+                }
+            }
+            try {
+                Thread.sleep(REAP_INTERVAL);
+            } catch (InterruptedException e) {
+                return;
+            }
+        }
+    }
+
+    private static List<Integer> children(long self) {
+        List<Integer> pids = new ArrayList<>();
+        try (var tasks = java.nio.file.Files.list(Path.of("/proc", Long.toString(self), "task"))) {
+            for (Path task : (Iterable<Path>) tasks::iterator) {
+                String list = java.nio.file.Files.readString(task.resolve("children")).trim();
+                if (!list.isEmpty()) {
+                    for (String pid : list.split(" ")) {
+                        pids.add(Integer.parseInt(pid));
+                    }
+                }
+            }
+        } catch (java.io.IOException | java.io.UncheckedIOException e) {
+            // A task ended while listed; the next round sees the rest.
+        }
+        return pids;
+    }
+
+    private static boolean isZombie(int pid) {
+        try {
+            String stat = java.nio.file.Files.readString(Path.of("/proc", Integer.toString(pid), "stat"));
+            return stat.substring(stat.lastIndexOf(')') + 2).startsWith("Z");
+        } catch (java.io.IOException e) {
+            return false;
+        }
+    }
+
+    @Override
+    public void close() {
+        terminateAll();
+        reaper.interrupt();
+        for (WorkloadProcess p : processes.values()) {
+            p.close();
+        }
+        try {
+            cgroup.remove();
+        } catch (LinuxException e) {
+            NetworkBroker.audit("cgroup", "not-removed", e.getMessage());
+        }
+    }
+}

@@ -1,0 +1,58 @@
+package openshell.sandbox;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import openshell.isolation.AgentSpec;
+import openshell.isolation.ConfirmationEvidence;
+import openshell.isolation.ExecSession;
+import openshell.isolation.ExecSpec;
+import openshell.isolation.ExitStatus;
+import openshell.isolation.NetworkMediationSource;
+import openshell.isolation.ProcessSignal;
+import openshell.isolation.TerminalSize;
+
+/**
+ * What the Sandbox Protocol adapter calls: the runtime's control operations, in lifecycle order,
+ * in terms of the isolation contract only. It exists so the protocol side (gRPC, TLS, JWT; issue
+ * #4) can be added without touching the runtime, and so the runtime is testable without it.
+ * Out-of-order calls throw {@code BackendException} INVALID and change nothing; after the agent
+ * ended every call but {@link #await} throws TERMINATED.
+ */
+interface RuntimeControl {
+    /**
+     * Pins the supervisor instance and generation.
+     *
+     * @param supervisorInstance the supervisor's instance id
+     * @param generation         the runtime generation it expects
+     * @return the ids of the workload processes already running (none before startAgent)
+     */
+    List<Long> attach(String supervisorInstance, long generation);
+
+    /** @return evidence of every control in force */
+    ConfirmationEvidence confirm();
+
+    /** @param spec the agent @return its process id (a runtime handle, never a PID) */
+    long startAgent(AgentSpec spec);
+
+    /** @param spec what to run @return its process id */
+    long exec(ExecSpec spec);
+
+    /** @param process a process id @return its streams */
+    ExecSession session(long process);
+
+    /** @param process a process id @param timeout longest wait @return its status once exited */
+    Optional<ExitStatus> await(long process, Duration timeout);
+
+    /** @param process a process id @param signal what to send */
+    void signal(long process, ProcessSignal signal);
+
+    /** @param process a process id @param size the new terminal size */
+    void resize(long process, TerminalSize size);
+
+    /** Ends Running: every workload process is killed. */
+    void terminate();
+
+    /** @return where the supervisor takes pending connections and DNS queries */
+    NetworkMediationSource mediation();
+}

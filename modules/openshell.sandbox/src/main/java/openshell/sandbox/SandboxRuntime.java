@@ -1,0 +1,200 @@
+package openshell.sandbox;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import openshell.isolation.AgentSpec;
+import openshell.isolation.BackendException;
+import openshell.isolation.ConfirmationEvidence;
+import openshell.isolation.ExecSession;
+import openshell.isolation.ExecSpec;
+import openshell.isolation.ExitStatus;
+import openshell.isolation.NetworkMediationSource;
+import openshell.isolation.ProcessSignal;
+import openshell.isolation.TerminalSize;
+
+/**
+ * The runtime's lifecycle: attach, confirm, startAgent, then exec/await/signal/resize/terminate.
+ * The agent's exit, for any reason, ends Running: every remaining workload process is killed
+ * and later calls are refused, except await, which keeps returning the recorded status.
+ */
+final class SandboxRuntime implements RuntimeControl, AutoCloseable {
+    /** Most workload processes whose handles are retained (running or with an unread status). */
+    static final int MAX_PROCESSES = 1024;
+
+    enum State { SERVING, ATTACHED, CONFIRMED, RUNNING, ENDED }
+
+    private final StartupProbes.Report probes;
+    private final NetworkBroker broker;
+    private final ProcessTree tree;
+    private final String policySha256;
+    private final Map<Long, WorkloadProcess> processes = new ConcurrentHashMap<>();
+    private final AtomicLong ids = new AtomicLong();
+    private State state = State.SERVING;
+    private String supervisor;
+    private long generation;
+    private long agent = -1;
+
+    SandboxRuntime(StartupProbes.Report probes, NetworkBroker broker, ProcessTree tree, String policySha256) {
+        this.probes = probes;
+        this.broker = broker;
+        this.tree = tree;
+        this.policySha256 = policySha256;
+    }
+
+    synchronized State state() {
+        return state;
+    }
+
+    private void require(State expected, String operation) {
+        if (state == State.ENDED) {
+            throw new BackendException(BackendException.Kind.TERMINATED, operation + ": the agent has ended");
+        }
+        if (state != expected) {
+            throw new BackendException(BackendException.Kind.INVALID, operation + " in state " + state + ", expected " + expected);
+        }
+    }
+
+    @Override
+    public synchronized List<Long> attach(String supervisorInstance, long generation) {
+        if (supervisorInstance == null || supervisorInstance.isBlank() || generation < 0) {
+            throw new BackendException(BackendException.Kind.INVALID, "a supervisor instance and a generation are required");
+        }
+        require(State.SERVING, "attach");
+        this.supervisor = supervisorInstance;
+        this.generation = generation;
+        state = State.ATTACHED;
+        return List.copyOf(processes.keySet());
+    }
+
+    @Override
+    public synchronized ConfirmationEvidence confirm() {
+        require(State.ATTACHED, "confirm");
+        List<ConfirmationEvidence.Control> controls = new ArrayList<>();
+        controls.add(new ConfirmationEvidence.Control("egress-mediation",
+                "seccomp user notification per workload process; connect on the caller's own socket (pidfd_getfd) to a one-shot loopback relay; task memory via "
+                        + probes.taskMemory() + (probes.waitKillable() ? "; WAIT_KILLABLE_RECV" : "")));
+        controls.add(new ConfirmationEvidence.Control("dns", "relay on " + NetworkBroker.DNS_RELAY + " (UDP, TCP); resolv.conf bind-mounted read-only"));
+        controls.add(new ConfirmationEvidence.Control("filesystem", "Landlock ABI " + probes.landlockAbi()));
+        controls.add(new ConfirmationEvidence.Control("network-fence", "network namespace with " + probes.interfaces()
+                + "; direct egress failed: " + probes.egressErrors()));
+        controls.add(new ConfirmationEvidence.Control("privileges", "no_new_privs, empty capability and bounding sets, uid/gid != 0"));
+        controls.add(new ConfirmationEvidence.Control("process-tree", "cgroup v2 leaf, cgroup.kill; runtime is child subreaper"));
+        state = State.CONFIRMED;
+        return new ConfirmationEvidence(controls, probes.kernel(), policySha256, !probes.egressErrors().isEmpty());
+    }
+
+    @Override
+    public long startAgent(AgentSpec spec) {
+        WorkloadProcess process;
+        long id;
+        synchronized (this) {
+            require(State.CONFIRMED, "startAgent");
+            process = tree.start(new ProcessTree.LaunchRequest(spec.argv(), environment(spec.environment()),
+                    spec.workingDirectory(), Optional.empty()));
+            id = register(process);
+            agent = id;
+            state = State.RUNNING;
+        }
+        process.exitFuture().whenComplete((status, failure) -> agentEnded());
+        return id;
+    }
+
+    private void agentEnded() {
+        synchronized (this) {
+            state = State.ENDED;
+        }
+        tree.terminateAll();
+    }
+
+    @Override
+    public synchronized long exec(ExecSpec spec) {
+        require(State.RUNNING, "exec");
+        return register(tree.start(new ProcessTree.LaunchRequest(spec.argv(), environment(spec.environment()),
+                spec.workingDirectory(), spec.terminal())));
+    }
+
+    private long register(WorkloadProcess process) {
+        if (processes.size() >= MAX_PROCESSES) {
+            process.terminate();
+            throw new BackendException(BackendException.Kind.UNAVAILABLE, MAX_PROCESSES + " processes retained");
+        }
+        long id = ids.incrementAndGet();
+        processes.put(id, process);
+        return id;
+    }
+
+    private static List<String> environment(Map<String, String> environment) {
+        List<String> entries = new ArrayList<>();
+        environment.forEach((k, v) -> entries.add(k + "=" + v));
+        return entries;
+    }
+
+    private WorkloadProcess process(long id) {
+        WorkloadProcess p = processes.get(id);
+        if (p == null) {
+            throw new BackendException(BackendException.Kind.INVALID, "no process " + id);
+        }
+        return p;
+    }
+
+    @Override
+    public synchronized ExecSession session(long process) {
+        require(State.RUNNING, "session");
+        return process(process);
+    }
+
+    @Override
+    public Optional<ExitStatus> await(long process, Duration timeout) {
+        return process(process).awaitExit(timeout);
+    }
+
+    @Override
+    public synchronized void signal(long process, ProcessSignal signal) {
+        require(State.RUNNING, "signal");
+        process(process).signal(signal);
+    }
+
+    @Override
+    public synchronized void resize(long process, TerminalSize size) {
+        require(State.RUNNING, "resize");
+        process(process).resize(size);
+    }
+
+    @Override
+    public void terminate() {
+        synchronized (this) {
+            if (state == State.ENDED) {
+                return;
+            }
+            state = State.ENDED;
+        }
+        tree.terminateAll();
+    }
+
+    @Override
+    public NetworkMediationSource mediation() {
+        return broker;
+    }
+
+    /** @return the agent's process id, once started */
+    synchronized long agent() {
+        return agent;
+    }
+
+    /** @return the pinned supervisor and generation */
+    synchronized String attachedTo() {
+        return supervisor + "@" + generation;
+    }
+
+    @Override
+    public void close() {
+        terminate();
+        broker.close();
+        tree.close();
+    }
+}

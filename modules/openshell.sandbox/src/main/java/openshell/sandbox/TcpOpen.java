@@ -1,0 +1,228 @@
+package openshell.sandbox;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.nio.channels.ServerSocketChannel;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.atomic.AtomicBoolean;
+import openshell.isolation.BackendException;
+import openshell.isolation.ByteChannel;
+import openshell.isolation.DenyReason;
+import openshell.isolation.IdentityResolution;
+import openshell.isolation.PendingTcpOpen;
+import openshell.isolation.SocketIdentity;
+import openshell.isolation.TcpDestination;
+import openshell.linux.Errno;
+import openshell.linux.OwnedFd;
+import openshell.linux.SeccompListener;
+
+/**
+ * One workload thread blocked in {@code connect()}. Holds a copy of the caller's own socket
+ * (taken while it was blocked), so the decision is applied to exactly that socket even if the
+ * caller moves another one onto the descriptor number meanwhile.
+ *
+ * <p>On allow: a one-shot listener on the loopback of the socket's family, in the workload's
+ * network namespace; the runtime connects the caller's socket to it (a non-blocking socket gets
+ * EINPROGRESS, as from the kernel), answers the notification, and accepts only the connection
+ * whose peer address is the caller socket's own local address (a 4-tuple is unique, so no other
+ * socket of the workload can stand in for it).
+ */
+final class TcpOpen implements PendingTcpOpen {
+    private final NetworkBroker broker;
+    private final SharedListener shared;
+    private final SeccompListener listener;
+    private final long id;
+    private final int domain;
+    private final OwnedFd socket;
+    private final TcpDestination destination;
+    private final IdentityResolution identity;
+    private final SocketIdentity socketIdentity;
+    private final AtomicBoolean decided = new AtomicBoolean();
+    private final AtomicBoolean settled = new AtomicBoolean();
+    private volatile ScheduledFuture<?> expiry;
+
+    TcpOpen(NetworkBroker broker, SharedListener shared, long id, int domain, OwnedFd socket,
+            InetSocketAddress destination, IdentityResolution identity, long inode) {
+        this.broker = broker;
+        this.shared = shared;
+        this.listener = shared.listener();
+        this.id = id;
+        this.domain = domain;
+        this.socket = socket;
+        this.destination = new TcpDestination(destination.getAddress(), destination.getPort());
+        this.identity = identity;
+        this.socketIdentity = new SocketIdentity(inode);
+    }
+
+    void expiry(ScheduledFuture<?> future) {
+        this.expiry = future;
+    }
+
+    boolean isDecided() {
+        return decided.get();
+    }
+
+    @Override
+    public TcpDestination destination() {
+        return destination;
+    }
+
+    @Override
+    public IdentityResolution identity() {
+        return identity;
+    }
+
+    @Override
+    public SocketIdentity socket() {
+        return socketIdentity;
+    }
+
+    @Override
+    public ByteChannel allow() {
+        if (!decided.compareAndSet(false, true)) {
+            throw new BackendException(BackendException.Kind.INVALID, "this connect was already decided");
+        }
+        try {
+            if (identity instanceof IdentityResolution.Unresolved unresolved) {
+                answer(Errno.EACCES, "unresolved identity: " + unresolved.reason());
+                throw new BackendException(BackendException.Kind.DENIED, "unresolved identity: " + unresolved.reason());
+            }
+            if (broker.isClosed()) {
+                answer(NetworkBroker.ECANCELED, "mediation closed");
+                throw new BackendException(BackendException.Kind.UNAVAILABLE, "mediation closed");
+            }
+            if (!broker.reserveRelay()) {
+                answer(Errno.EAGAIN, NetworkBroker.MAX_RELAYS + " relays open");
+                throw new BackendException(BackendException.Kind.UNAVAILABLE, "relays exhausted");
+            }
+            try {
+                return relay();
+            } catch (RuntimeException | IOException e) {
+                broker.releaseRelay();
+                throw e instanceof BackendException b ? b
+                        : new BackendException(BackendException.Kind.FAILED, "relay failed: " + e, e);
+            }
+        } finally {
+            settle();
+        }
+    }
+
+    private ByteChannel relay() throws IOException {
+        InetAddress loopback = domain == SocketCalls.AF_INET6 ? InetAddress.getByName("::1") : InetAddress.getByName("127.0.0.1");
+        try (ServerSocketChannel server = broker.network().run(() -> {
+            ServerSocketChannel s = ServerSocketChannel.open();
+            s.bind(new InetSocketAddress(loopback, 0), 1);
+            return s;
+        })) {
+            InetSocketAddress relayAddress = (InetSocketAddress) server.getLocalAddress();
+            if (!listener.isValid(id)) {
+                throw new BackendException(BackendException.Kind.TERMINATED, "the caller went away");
+            }
+            int rc = SocketCalls.connect(socket.value(), relayAddress);
+            if (rc != 0 && rc != SocketCalls.EINPROGRESS) {
+                // The kernel's own answer for this socket (EISCONN, EALREADY, ...), as if it had connected.
+                listener.respondErrno(id, rc);
+                throw new BackendException(BackendException.Kind.FAILED, "connect: " + Errno.name(rc));
+            }
+            InetSocketAddress expected = SocketCalls.localAddress(socket.value())
+                    .orElseThrow(() -> new BackendException(BackendException.Kind.FAILED, "socket has no local address"));
+            boolean answered = rc == 0 ? listener.respondValue(id, 0) : listener.respondErrno(id, SocketCalls.EINPROGRESS);
+            if (!answered) {
+                throw new BackendException(BackendException.Kind.TERMINATED, "the caller went away before the answer");
+            }
+            Socket accepted = acceptExpected(server, expected);
+            if (!SocketCalls.peerAddress(socket.value()).map(relayAddress::equals).orElse(false)) {
+                accepted.close();
+                throw new BackendException(BackendException.Kind.FAILED, "the workload socket is not connected to its relay");
+            }
+            accepted.setTcpNoDelay(true);
+            return broker.registerRelay(accepted);
+        }
+    }
+
+    static Socket acceptExpected(ServerSocketChannel server, InetSocketAddress expected) throws IOException {
+        long deadline = System.nanoTime() + NetworkBroker.RELAY_ACCEPT_WAIT.toNanos();
+        while (true) {
+            long left = (deadline - System.nanoTime()) / 1_000_000;
+            if (left <= 0) {
+                throw new BackendException(BackendException.Kind.FAILED, "the workload socket never reached its relay");
+            }
+            server.socket().setSoTimeout((int) left);
+            Socket candidate;
+            try {
+                candidate = server.socket().accept();
+            } catch (SocketTimeoutException e) {
+                continue;
+            }
+            if (expected.equals(candidate.getRemoteSocketAddress())) {
+                return candidate;
+            }
+            NetworkBroker.audit("relay", "reject", "unexpected peer " + candidate.getRemoteSocketAddress());
+            candidate.close();
+        }
+    }
+
+    @Override
+    public void deny(DenyReason reason) {
+        if (reason == null) {
+            throw new BackendException(BackendException.Kind.INVALID, "reason must not be null");
+        }
+        if (!decided.compareAndSet(false, true)) {
+            throw new BackendException(BackendException.Kind.INVALID, "this connect was already decided");
+        }
+        try {
+            answer(NetworkBroker.errnoOf(reason), "denied: " + reason);
+        } finally {
+            settle();
+        }
+    }
+
+    /** The decision bound passed. */
+    void expire() {
+        if (decided.compareAndSet(false, true)) {
+            try {
+                answer(Errno.ETIMEDOUT, "no decision within the bound");
+            } finally {
+                settle();
+            }
+        }
+    }
+
+    /** Mediation closed. */
+    void cancel() {
+        if (decided.compareAndSet(false, true)) {
+            try {
+                answer(NetworkBroker.ECANCELED, "mediation unavailable");
+            } finally {
+                settle();
+            }
+        }
+    }
+
+    /** The caller went away before the decision was asked. */
+    void abandon() {
+        decided.set(true);
+        settle();
+    }
+
+    private void answer(int errno, String why) {
+        NetworkBroker.audit("connect " + destination.address().getHostAddress() + ":" + destination.port(),
+                "deny " + Errno.name(errno), why);
+        listener.respondErrno(id, errno);
+    }
+
+    private void settle() {
+        if (settled.compareAndSet(false, true)) {
+            ScheduledFuture<?> f = expiry;
+            if (f != null) {
+                f.cancel(false);
+            }
+            socket.close();
+            broker.settled(this);
+            shared.release();
+        }
+    }
+}

@@ -1,0 +1,220 @@
+package openshell.sandbox;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import openshell.isolation.BackendException;
+import openshell.isolation.BoundaryProcess;
+import openshell.isolation.ExecSession;
+import openshell.isolation.ExitStatus;
+import openshell.isolation.ProcessSignal;
+import openshell.isolation.TerminalSize;
+import openshell.linux.ChildExit;
+import openshell.linux.ChildProcess;
+import openshell.linux.LinuxException;
+import openshell.linux.OwnedFd;
+import openshell.linux.Pty;
+
+/**
+ * One workload process the runtime started (the agent or an exec): its standard streams (pipes,
+ * or a terminal whose output merges stdout and stderr), signals, and its exit status, which is
+ * reported only after its output was read to the end (or {@link #OUTPUT_DRAIN_WAIT} passed, for
+ * a process that left a descendant holding the stream open).
+ */
+final class WorkloadProcess implements ExecSession, BoundaryProcess {
+    /** After exit, the longest wait for the output streams to be read to their end. */
+    static final Duration OUTPUT_DRAIN_WAIT = Duration.ofSeconds(10);
+    /** How long one blocking read of an output stream waits before checking again. */
+    static final Duration READ_SLICE = Duration.ofSeconds(1);
+
+    private final ChildProcess process;
+    private final ProcessTree tree;
+    private final OwnedFd stdin;
+    private final OwnedFd stdout;
+    private final Optional<OwnedFd> stderr;
+    private final Optional<Pty> terminal;
+    private final CountDownLatch drained;
+    private final CompletableFuture<ExitStatus> exit = new CompletableFuture<>();
+
+    WorkloadProcess(ProcessTree tree, ChildProcess process, OwnedFd stdin, OwnedFd stdout, Optional<OwnedFd> stderr,
+                    Optional<Pty> terminal) {
+        this.tree = tree;
+        this.process = process;
+        this.stdin = stdin;
+        this.stdout = stdout;
+        this.stderr = stderr;
+        this.terminal = terminal;
+        this.drained = new CountDownLatch(stderr.isPresent() ? 2 : 1);
+    }
+
+    /** Waits for the exit on a virtual thread (the pidfd wait is bounded and repeated). */
+    void watch() {
+        Thread.ofVirtual().name("workload-exit-" + process.pid()).start(() -> {
+            Optional<ChildExit> e = Optional.empty();
+            while (e.isEmpty()) {
+                try {
+                    e = process.awaitExit(Duration.ofSeconds(5));
+                } catch (LinuxException x) {
+                    exit.completeExceptionally(x);
+                    return;
+                }
+            }
+            ChildExit done = e.get();
+            try {
+                drained.await(OUTPUT_DRAIN_WAIT.toMillis(), TimeUnit.MILLISECONDS);
+            } catch (InterruptedException x) {
+                Thread.currentThread().interrupt();
+            }
+            exit.complete(done.exited() ? new ExitStatus.Exited(done.exitCode()) : new ExitStatus.Signaled(done.signal()));
+        });
+    }
+
+    /** @return the process id (for the runtime's bookkeeping; never a handle given out) */
+    int pid() {
+        return process.pid();
+    }
+
+    CompletableFuture<ExitStatus> exitFuture() {
+        return exit;
+    }
+
+    @Override
+    public BoundaryProcess process() {
+        return this;
+    }
+
+    @Override
+    public OutputStream stdin() {
+        return new OutputStream() {
+            @Override
+            public void write(int b) throws IOException {
+                write(new byte[] {(byte) b}, 0, 1);
+            }
+
+            @Override
+            public void write(byte[] b, int off, int len) throws IOException {
+                try {
+                    stdin.write(java.util.Arrays.copyOfRange(b, off, off + len));
+                } catch (LinuxException e) {
+                    throw new IOException(e.getMessage(), e);
+                }
+            }
+
+            /** Half-closes: the process reads end of file (with a terminal: sends EOT). */
+            @Override
+            public void close() {
+                if (terminal.isPresent()) {
+                    if (stdin.isOpen()) {
+                        stdin.write(new byte[] {4});
+                    }
+                } else {
+                    stdin.close();
+                }
+            }
+        };
+    }
+
+    @Override
+    public InputStream stdout() {
+        return stream(stdout);
+    }
+
+    @Override
+    public InputStream stderr() {
+        return stderr.map(this::stream).orElseGet(InputStream::nullInputStream);
+    }
+
+    private InputStream stream(OwnedFd fd) {
+        return new InputStream() {
+            private boolean ended;
+
+            @Override
+            public int read() throws IOException {
+                byte[] one = new byte[1];
+                int n = read(one, 0, 1);
+                return n < 0 ? -1 : one[0] & 0xff;
+            }
+
+            @Override
+            public int read(byte[] b, int off, int len) throws IOException {
+                if (ended) {
+                    return -1;
+                }
+                byte[] chunk = new byte[Math.min(len, 64 * 1024)];
+                while (true) {
+                    int n;
+                    try {
+                        n = fd.read(chunk, READ_SLICE);
+                    } catch (LinuxException e) {
+                        // A terminal's master reads EIO once the last slave user is gone: that is its end of file.
+                        n = 0;
+                    }
+                    if (n == 0) {
+                        ended = true;
+                        drained.countDown();
+                        return -1;
+                    }
+                    if (n > 0) {
+                        System.arraycopy(chunk, 0, b, off, n);
+                        return n;
+                    }
+                }
+            }
+        };
+    }
+
+    @Override
+    public Optional<Terminal> terminal() {
+        return terminal.map(pty -> size -> pty.resize(new Pty.WindowSize(size.rows(), size.columns())));
+    }
+
+    @Override
+    public ExitStatus awaitExit() {
+        return exit.join();
+    }
+
+    @Override
+    public Optional<ExitStatus> awaitExit(Duration timeout) {
+        try {
+            return Optional.of(exit.get(timeout.toMillis(), TimeUnit.MILLISECONDS));
+        } catch (java.util.concurrent.TimeoutException e) {
+            return Optional.empty();
+        } catch (java.util.concurrent.ExecutionException e) {
+            throw new BackendException(BackendException.Kind.FAILED, "waiting failed: " + e.getCause());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new BackendException(BackendException.Kind.FAILED, "interrupted");
+        }
+    }
+
+    @Override
+    public void signal(ProcessSignal signal) {
+        if (!exit.isDone()) {
+            process.pidfd().signal(signal.number());
+        }
+    }
+
+    /** Terminates the whole workload tree, not only this process: descendants may have escaped it by setsid. */
+    @Override
+    public void terminate() {
+        tree.terminateAll();
+    }
+
+    /** Resizes the terminal, if there is one. */
+    void resize(TerminalSize size) {
+        terminal.ifPresent(pty -> pty.resize(new Pty.WindowSize(size.rows(), size.columns())));
+    }
+
+    @Override
+    public void close() {
+        stdin.close();
+        stdout.close();
+        stderr.ifPresent(OwnedFd::close);
+        terminal.ifPresent(Pty::close);
+    }
+}

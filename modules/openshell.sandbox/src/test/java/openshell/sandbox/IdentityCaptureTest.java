@@ -1,0 +1,69 @@
+package openshell.sandbox;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import openshell.isolation.BinaryIdentity;
+import openshell.isolation.IdentityResolution;
+import org.junit.jupiter.api.Test;
+
+/** Digests are cached by device, inode, size and mtime, and recomputed when the file changes. */
+class IdentityCaptureTest {
+
+    private static BinaryIdentity capture(IdentityCapture capture, Path binary) throws Exception {
+        Process p = new ProcessBuilder(binary.toString(), "60").start();
+        try {
+            long deadline = System.nanoTime() + TestSandbox.WAIT.toNanos();
+            while (!Files.readSymbolicLink(Path.of("/proc/" + p.pid() + "/exe")).equals(binary) && System.nanoTime() < deadline) {
+                Thread.onSpinWait();
+            }
+            return assertInstanceOf(IdentityResolution.Resolved.class, capture.capture((int) p.pid(), (int) p.pid())).identity();
+        } finally {
+            p.destroyForcibly();
+            assertTrue(p.waitFor(TestSandbox.WAIT.toSeconds(), TimeUnit.SECONDS));
+        }
+    }
+
+    @Test
+    void aDigestIsComputedOnceAndAgainWhenTheFileChanges() throws Exception {
+        Path dir = Files.createTempDirectory("openshell-identity");
+        try {
+            digestsFollowTheFile(dir);
+        } finally {
+            TestSandbox.deleteTree(dir);
+        }
+    }
+
+    private static void digestsFollowTheFile(Path dir) throws Exception {
+        Path binary = dir.resolve("sleeper");
+        Files.copy(Path.of("/usr/bin/sleep"), binary);
+        binary.toFile().setExecutable(true);
+        IdentityCapture capture = new IdentityCapture(ProcessHandle.current().pid());
+        BinaryIdentity first = capture(capture, binary);
+        assertEquals(binary.toString(), first.path());
+        assertEquals(TestSandbox.sha256(binary.toString()), first.executable().sha256().orElseThrow());
+        assertEquals(List.of(), first.ancestors(), "started by the runtime itself");
+        assertEquals(List.of(binary.toString(), "60"), first.diagnosticCmdline());
+        assertEquals(1, capture.digestsComputed());
+        assertEquals(first.executable(), capture(capture, binary).executable());
+        assertEquals(1, capture.digestsComputed(), "served from the cache");
+        Files.write(binary, new byte[] {0}, StandardOpenOption.APPEND);
+        BinaryIdentity changed = capture(capture, binary);
+        assertEquals(2, capture.digestsComputed(), "a changed file is hashed again");
+        assertNotEquals(first.executable().sha256(), changed.executable().sha256());
+        assertEquals(TestSandbox.sha256(binary.toString()), changed.executable().sha256().orElseThrow());
+    }
+
+    @Test
+    void aVanishedCallerIsUnresolvedWithAReason() {
+        IdentityResolution r = new IdentityCapture(ProcessHandle.current().pid()).capture(Integer.MAX_VALUE - 1, Integer.MAX_VALUE - 1);
+        assertTrue(assertInstanceOf(IdentityResolution.Unresolved.class, r).reason().contains("could not be read"));
+    }
+}

@@ -1,0 +1,50 @@
+package openshell.sandbox;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import openshell.isolation.AgentSpec;
+import openshell.isolation.BackendException;
+import openshell.isolation.ConfirmationEvidence;
+import openshell.isolation.ExecSpec;
+import openshell.isolation.ExitStatus;
+import org.junit.jupiter.api.Test;
+
+/** The runtime's lifecycle over RuntimeControl: order is enforced, and the agent's exit ends Running. */
+class LifecycleTest {
+
+    @Test
+    void outOfOrderCallsAreRefusedAndTheAgentsExitEndsEverything() throws Exception {
+        try (TestSandbox sandbox = new TestSandbox()) {
+            StartupProbes.Report report = StartupProbes.run(sandbox.network);
+            try (SandboxRuntime runtime = new SandboxRuntime(report, sandbox.broker, ProcessTreeTest.tree(sandbox), "0".repeat(64))) {
+                AgentSpec agentSpec = new AgentSpec(List.of("/usr/bin/bash", "-c", "read -r line; exit 3"), Map.of("PATH", "/usr/bin"), "/");
+                assertEquals(BackendException.Kind.INVALID, assertThrows(BackendException.class, () -> runtime.startAgent(agentSpec)).kind());
+                assertEquals(BackendException.Kind.INVALID, assertThrows(BackendException.class, runtime::confirm).kind());
+                assertEquals(List.of(), runtime.attach("supervisor-a", 1));
+                assertEquals(BackendException.Kind.INVALID, assertThrows(BackendException.class, () -> runtime.attach("supervisor-b", 2)).kind());
+                ConfirmationEvidence evidence = runtime.confirm();
+                assertTrue(evidence.directEgressFailed());
+                assertEquals(report.kernel(), evidence.kernel());
+                assertTrue(evidence.controls().stream().anyMatch(c -> c.mechanism().contains("Landlock ABI " + report.landlockAbi())));
+                long agent = runtime.startAgent(agentSpec);
+                long sleeper = runtime.exec(ExecSpec.of("/usr/bin/sleep", "600"));
+                runtime.session(agent).stdin().write("bye\n".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                runtime.session(agent).stdout().readAllBytes();
+                runtime.session(agent).stderr().readAllBytes();
+                assertEquals(Optional.of(new ExitStatus.Exited(3)), runtime.await(agent, TestSandbox.WAIT));
+                // The exec'd process does not outlive the agent.
+                assertEquals(Optional.of(new ExitStatus.Signaled(9)), runtime.await(sleeper, TestSandbox.WAIT));
+                assertEquals(SandboxRuntime.State.ENDED, runtime.state());
+                assertEquals(BackendException.Kind.TERMINATED,
+                        assertThrows(BackendException.class, () -> runtime.exec(ExecSpec.of("/usr/bin/true"))).kind());
+                assertEquals(Optional.of(new ExitStatus.Exited(3)), runtime.await(agent, Duration.ZERO), "wait keeps the recorded status");
+            }
+        }
+    }
+}

@@ -1,0 +1,148 @@
+package openshell.sandbox;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import openshell.isolation.BackendException;
+import openshell.isolation.ExitStatus;
+import openshell.isolation.ProcessSignal;
+import openshell.isolation.TerminalSize;
+import openshell.linux.Cgroup;
+import openshell.linux.LaunchPlan;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Process ownership on the real kernel: execs through pre-started launchers into a cgroup v2
+ * leaf, pipes and a terminal, stdin half-close, signals, exit after drained output, and
+ * terminate killing a double-forked, setsid'd descendant.
+ */
+class ProcessTreeTest {
+    private static final Duration WAIT = TestSandbox.WAIT;
+
+    static ProcessTree tree(TestSandbox sandbox) {
+        Cgroup leaf = ProcessTree.leaf("openshell-test-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
+        return new ProcessTree(TestSandbox.command(), request -> {
+            LaunchPlan.Builder plan = sandbox.plan(request.argv().get(0), request.argv())
+                    .envp(request.environment()).workingDirectory(request.directory());
+            return plan.controllingTerminal(request.terminal().isPresent()).build();
+        }, sandbox.broker, leaf);
+    }
+
+    static ProcessTree.LaunchRequest pipes(String... argv) {
+        return new ProcessTree.LaunchRequest(List.of(argv), List.of("PATH=/usr/bin:/bin", "GREETING=hi"), "/usr", Optional.empty());
+    }
+
+    static CompletableFuture<String> readAll(InputStream in) {
+        return CompletableFuture.supplyAsync(() -> {
+            try {
+                return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        });
+    }
+
+    @Test
+    void pipesKeepStdoutAndStderrApartAndStdinHalfCloseEndsInput() throws Exception {
+        try (TestSandbox sandbox = new TestSandbox(); ProcessTree tree = tree(sandbox)) {
+            WorkloadProcess p = tree.start(pipes("/usr/bin/bash", "-c", "pwd; echo $GREETING; cat; echo to-err >&2; exit 7"));
+            CompletableFuture<String> out = readAll(p.stdout());
+            CompletableFuture<String> err = readAll(p.stderr());
+            p.stdin().write("from-stdin\n".getBytes(StandardCharsets.UTF_8));
+            p.stdin().close();
+            assertEquals(Optional.of(new ExitStatus.Exited(7)), p.awaitExit(WAIT));
+            assertTrue(out.isDone(), "the exit status comes only after stdout was drained");
+            assertEquals("/usr\nhi\nfrom-stdin\n", out.get(WAIT.toSeconds(), TimeUnit.SECONDS));
+            assertEquals("to-err\n", err.get(WAIT.toSeconds(), TimeUnit.SECONDS));
+        }
+    }
+
+    @Test
+    void aTerminalMergesOutputAndResizes() throws Exception {
+        try (TestSandbox sandbox = new TestSandbox(); ProcessTree tree = tree(sandbox)) {
+            WorkloadProcess p = tree.start(new ProcessTree.LaunchRequest(
+                    List.of("/usr/bin/bash", "-c", "tty -s && echo is-tty; stty size; read -r line; stty size; echo err >&2"),
+                    List.of("PATH=/usr/bin:/bin"), "/", Optional.of(new TerminalSize(100, 30))));
+            StringBuffer seen = new StringBuffer();
+            InputStream in = p.stdout();
+            CompletableFuture<Void> pump = CompletableFuture.runAsync(() -> {
+                byte[] b = new byte[256];
+                try {
+                    for (int n; (n = in.read(b, 0, b.length)) > 0; ) {
+                        seen.append(new String(b, 0, n, StandardCharsets.UTF_8));
+                    }
+                } catch (java.io.IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            });
+            long deadline = System.nanoTime() + WAIT.toNanos();
+            while (!seen.toString().contains("30 100") && System.nanoTime() < deadline) {
+                Thread.onSpinWait();
+            }
+            p.terminal().orElseThrow().resize(new TerminalSize(120, 40));
+            p.stdin().write("go\n".getBytes(StandardCharsets.UTF_8));
+            assertEquals(Optional.of(new ExitStatus.Exited(0)), p.awaitExit(WAIT));
+            pump.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+            String text = seen.toString().replace("\r", "");
+            assertTrue(text.contains("is-tty\n30 100\n"), text);
+            assertTrue(text.contains("40 120\n"), text);
+            assertTrue(text.contains("err\n"), "stderr is merged into the terminal: " + text);
+        }
+    }
+
+    @Test
+    void signalsReachTheProcessAndItsStatusSaysSo() throws Exception {
+        try (TestSandbox sandbox = new TestSandbox(); ProcessTree tree = tree(sandbox)) {
+            WorkloadProcess p = tree.start(pipes("/usr/bin/sleep", "600"));
+            CompletableFuture<String> out = readAll(p.stdout());
+            readAll(p.stderr());
+            p.signal(ProcessSignal.TERM);
+            assertEquals(Optional.of(new ExitStatus.Signaled(15)), p.awaitExit(WAIT));
+            assertEquals("", out.get(WAIT.toSeconds(), TimeUnit.SECONDS));
+        }
+    }
+
+    @Test
+    void terminateKillsTheWholeTreeIncludingADoubleForkedSessionLeader() throws Exception {
+        try (TestSandbox sandbox = new TestSandbox(); ProcessTree tree = tree(sandbox)) {
+            WorkloadProcess p = tree.start(pipes("/usr/bin/bash", "-c",
+                    "(setsid sleep 600 >/dev/null 2>&1 < /dev/null &) ; sleep 600 & echo started; wait"));
+            InputStream stdout = p.stdout();
+            byte[] line = new byte[8];
+            assertEquals(8, stdout.readNBytes(line, 0, 8));
+            long deadline = System.nanoTime() + WAIT.toNanos();
+            while (tree.members().size() < 3 && System.nanoTime() < deadline) {
+                Thread.onSpinWait();
+            }
+            List<Integer> members = new ArrayList<>(tree.members());
+            assertTrue(members.size() >= 3, "bash, its sleep and the double-forked sleep: " + members);
+            p.terminate();
+            assertEquals(List.of(), tree.members(), "nothing survives");
+            for (int pid : members) {
+                assertFalse(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false) && !isZombie(pid), "pid " + pid + " survived");
+            }
+            assertEquals(Optional.of(new ExitStatus.Signaled(9)), p.awaitExit(WAIT));
+            BackendException refused = assertThrows(BackendException.class, () -> tree.start(pipes("/usr/bin/true")));
+            assertEquals(BackendException.Kind.TERMINATED, refused.kind());
+        }
+    }
+
+    private static boolean isZombie(int pid) {
+        try {
+            String stat = java.nio.file.Files.readString(java.nio.file.Path.of("/proc/" + pid + "/stat"));
+            return stat.substring(stat.lastIndexOf(')') + 2).startsWith("Z");
+        } catch (java.io.IOException e) {
+            return false;
+        }
+    }
+}

@@ -1,0 +1,116 @@
+/* Bypass attempts run as a workload process under the broker; each prints "name outcome". */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void report(const char *name, int rc) {
+    printf("%s %s\n", name, rc < 0 ? strerrorname_np(errno) : "SUCCEEDED");
+    fflush(stdout);
+}
+
+static struct sockaddr_in v4(const char *ip, int port) {
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+    inet_pton(AF_INET, ip, &a.sin_addr);
+    return a;
+}
+
+int main(int argc, char **argv) {
+    pid_t runtime = argc > 1 ? atoi(argv[1]) : getppid();
+    char path[128];
+
+    report("raw-socket", socket(AF_INET, SOCK_RAW, IPPROTO_ICMP));
+    report("packet-socket", socket(AF_PACKET, SOCK_RAW, htons(3)));
+    report("vsock-socket", socket(40, SOCK_STREAM, 0));
+    report("sctp-socket", socket(AF_INET, SOCK_STREAM, 132));
+
+    int udp = socket(AF_INET, SOCK_DGRAM, 0);
+    struct sockaddr_in out = v4("8.8.8.8", 53);
+    report("udp-sendto-outside", sendto(udp, "x", 1, 0, (struct sockaddr *)&out, sizeof out));
+    report("udp-connect-outside", connect(udp, (struct sockaddr *)&out, sizeof out));
+    struct iovec iov = {.iov_base = "x", .iov_len = 1};
+    struct msghdr msg = {.msg_name = &out, .msg_namelen = sizeof out, .msg_iov = &iov, .msg_iovlen = 1};
+    report("udp-sendmsg-outside", sendmsg(udp, &msg, 0));
+    struct mmsghdr mm[2] = {{.msg_hdr = {.msg_iov = &iov, .msg_iovlen = 1}}, {.msg_hdr = msg}};
+    report("udp-sendmmsg-second-outside", sendmmsg(udp, mm, 2, 0));
+
+    struct sockaddr_in6 v6 = {.sin6_family = AF_INET6, .sin6_port = htons(80)};
+    inet_pton(AF_INET6, "2001:db8::1", &v6.sin6_addr);
+    int t6 = socket(AF_INET6, SOCK_STREAM, 0);
+    report("ipv6-connect-denied", connect(t6, (struct sockaddr *)&v6, sizeof v6));
+
+    int tcp = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in remote = v4("10.20.30.40", 80);
+    report("tcp-sendto-with-address", sendto(tcp, "x", 1, 0, (struct sockaddr *)&remote, sizeof remote));
+    report("tcp-msg-fastopen", sendto(tcp, "x", 1, MSG_FASTOPEN, (struct sockaddr *)&remote, sizeof remote));
+    struct sockaddr_in any = v4("0.0.0.0", 8080);
+    report("bind-wildcard", bind(tcp, (struct sockaddr *)&any, sizeof any));
+
+    struct { unsigned int a[30]; } params = {0};
+    report("io-uring-setup", syscall(425, 8, &params));
+    report("unshare-user-namespace", syscall(SYS_unshare, 0x10000000));
+    report("clone3", syscall(435, NULL, 0));
+
+    /* netlink: add an address to lo; the kernel refuses a process without CAP_NET_ADMIN. */
+    int nl = socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE);
+    struct { struct nlmsghdr h; struct ifaddrmsg i; struct rtattr r; unsigned int addr; } req = {0};
+    req.h.nlmsg_len = sizeof req; req.h.nlmsg_type = RTM_NEWADDR;
+    req.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE;
+    req.i.ifa_family = AF_INET; req.i.ifa_prefixlen = 8; req.i.ifa_index = 1;
+    req.r.rta_type = IFA_LOCAL; req.r.rta_len = RTA_LENGTH(4); inet_pton(AF_INET, "10.9.9.9", &req.addr);
+    if (send(nl, &req, sizeof req, 0) < 0) {
+        report("netlink-add-address", -1);
+    } else {
+        char buf[256];
+        ssize_t n = recv(nl, buf, sizeof buf, 0);
+        struct nlmsgerr *e = (struct nlmsgerr *)NLMSG_DATA((struct nlmsghdr *)buf);
+        if (n > 0 && e->error < 0) { errno = -e->error; report("netlink-add-address", -1); }
+        else report("netlink-add-address", 0);
+    }
+
+    report("ptrace-runtime", ptrace(PTRACE_ATTACH, runtime, 0, 0));
+    snprintf(path, sizeof path, "/proc/%d/mem", runtime);
+    report("open-runtime-memory", open(path, O_RDONLY));
+    char byte;
+    struct iovec local = {.iov_base = &byte, .iov_len = 1}, far = {.iov_base = (void *)0x400000, .iov_len = 1};
+    report("process-vm-readv-runtime", process_vm_readv(runtime, &local, 1, &far, 1, 0));
+    snprintf(path, sizeof path, "/proc/%d/root/etc/hostname", runtime);
+    report("runtime-root", open(path, O_RDONLY));
+    snprintf(path, sizeof path, "/proc/%d/environ", runtime);
+    report("runtime-environ", open(path, O_RDONLY));
+
+    /* vfork: the child connects while the parent is suspended; it is mediated (and denied) too. */
+    pid_t child = vfork();
+    if (child == 0) {
+        int s = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in d = v4("10.20.30.41", 443);
+        _exit(connect(s, (struct sockaddr *)&d, sizeof d) < 0 ? errno : 0);
+    }
+    int status;
+    waitpid(child, &status, 0);
+    printf("vfork-child-connect %s\n", WEXITSTATUS(status) ? strerrorname_np(WEXITSTATUS(status)) : "SUCCEEDED");
+
+    /* A foreign ABI: int 0x80 (i386 getpid) kills the process; seen from its parent. */
+    child = fork();
+    if (child == 0) {
+        int r;
+        __asm__ volatile("int $0x80" : "=a"(r) : "a"(20));
+        _exit(0);
+    }
+    waitpid(child, &status, 0);
+    printf("i386-syscall %s\n", WIFSIGNALED(status) ? sigabbrev_np(WTERMSIG(status)) : "SURVIVED");
+    return 0;
+}
