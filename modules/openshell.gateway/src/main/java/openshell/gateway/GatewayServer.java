@@ -85,7 +85,7 @@ public final class GatewayServer implements AutoCloseable {
         r.get("/healthz", (req, res) -> send(res, Status.OK_200, JsonBodies.status("ok")));
         r.get("/readyz", (req, res) -> {
             try {
-                store.list();
+                store.ping();
                 send(res, Status.OK_200, JsonBodies.status("ready"));
             } catch (GatewayException e) {
                 send(res, Status.SERVICE_UNAVAILABLE_503, JsonBodies.error("UNAVAILABLE", e.getMessage()));

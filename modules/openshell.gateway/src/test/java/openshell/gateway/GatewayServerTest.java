@@ -237,4 +237,32 @@ class GatewayServerTest {
             }
         }
     }
+
+    /** Raw HTTP/1.1 over a socket, exactly as written: no client normalizes the path first. */
+    private static int rawStatus(int port, String target) throws Exception {
+        try (java.net.Socket socket = new java.net.Socket("127.0.0.1", port)) {
+            socket.setSoTimeout(30_000);
+            socket.getOutputStream().write(("GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+                    .getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            String status = new java.io.BufferedReader(new java.io.InputStreamReader(socket.getInputStream(),
+                    java.nio.charset.StandardCharsets.US_ASCII)).readLine();
+            return status == null ? -1 : Integer.parseInt(status.split(" ")[1]);
+        }
+    }
+
+    @Test
+    void pathTricksAroundTheHealthExemptionNeverReachTheApi() throws Exception {
+        Path state = tmp.resolve("state");
+        GatewayConfig config = new GatewayConfig(state, "127.0.0.1", 0, StoreConfig.embedded(state), "process");
+        try (GatewayServer server = GatewayServer.start(config, DriverRegistry.of(List.of()))) {
+            for (String target : List.of("/healthz/../v1/sandboxes", "/healthz/%2e%2e/v1/sandboxes",
+                    "/healthz/%2E%2E/v1/providers", "//v1/sandboxes", "/./v1/sandboxes", "/healthz;/../v1/sandboxes",
+                    "/readyz/..%2fv1/sandboxes", "/HEALTHZ/../v1/sandboxes", "/v1/sandboxes?/healthz",
+                    "/v1/sandboxes#/healthz", "http://127.0.0.1/v1/sandboxes")) {
+                int status = rawStatus(server.port(), target);
+                assertTrue(status == 401 || status == 400 || status == 404, target + " answered " + status);
+            }
+            assertEquals(200, rawStatus(server.port(), "/healthz"));
+        }
+    }
 }

@@ -86,6 +86,15 @@ public final class SandboxStore implements AutoCloseable {
         return new ProviderStore(db, box);
     }
 
+    /**
+     * A cheap round trip to the database, for readiness probes.
+     *
+     * @throws GatewayException UNAVAILABLE if the database does not answer
+     */
+    public void ping() {
+        guarded(() -> db.execute().get("SELECT COUNT(*) FROM openshell_schema").isPresent());
+    }
+
     /** @return the schema version in force */
     public int schemaVersion() {
         return schemaVersion;
