@@ -62,11 +62,15 @@ class AdapterPairTest {
     private static final long GENERATION = 1;
     private static final String ISSUER = "openshell-gateway";
     private static final Duration WAIT = TestSandbox.WAIT;
+    /** Blocking readers get their own threads: the common pool has one worker on two cores. */
+    private static final java.util.concurrent.Executor VIRTUAL = task -> Thread.ofVirtual().start(task);
     private static final String EXTERNAL = "10.20.30.40";
     /**
-     * Excluded from {@code verify} (surefire excludedGroups): the pending connect reaches the
-     * runtime's broker but is not delivered to the supervisor over the PendingConnections stream
-     * yet (the connect waits until the link closes, then ECANCELED). Run it with
+     * Excluded from {@code verify} (surefire excludedGroups) because it fails today: the runtime
+     * takes the pending connect from its broker and calls onNext on the PendingConnections
+     * server stream, but the supervisor's observer never receives it (the connect is denied
+     * MEDIATION_UNAVAILABLE when the link closes). Suspects: Helidon 4.1.7's handling of a
+     * server-streaming call whose messages come from another thread, or LinkCall demand. Run it with
      * {@code -Dgroups=adapter-relay -Dopenshell.sandbox.excludedGroups=none}.
      */
     static final String RELAY_TAG = "adapter-relay";
@@ -137,7 +141,7 @@ class AdapterPairTest {
 
                 try (ExecSession echo = running.exec().exec(ExecSpec.builder(List.of("/usr/bin/bash", "-c", "echo out-$0; echo err-$0 >&2; exit 7", "x"))
                         .environment(Map.of("PATH", "/usr/bin:/bin")).build())) {
-                    CompletableFuture<byte[]> err = CompletableFuture.supplyAsync(() -> readAll(echo.stderr()));
+                    CompletableFuture<byte[]> err = CompletableFuture.supplyAsync(() -> readAll(echo.stderr()), VIRTUAL);
                     assertEquals("out-x\n", new String(echo.stdout().readAllBytes(), StandardCharsets.UTF_8));
                     assertEquals("err-x\n", new String(err.get(WAIT.toSeconds(), TimeUnit.SECONDS), StandardCharsets.UTF_8));
                     assertEquals(Optional.of(new ExitStatus.Exited(7)), echo.process().awaitExit(WAIT));
@@ -187,12 +191,12 @@ class AdapterPairTest {
                         }
                     }
                     throw new AssertionError("no pending connection within " + WAIT);
-                });
+                }, VIRTUAL);
                 try (ExecSession client = running.exec().exec(ExecSpec.builder(List.of("/usr/bin/bash", "-c",
                         "exec 3<>/dev/tcp/" + EXTERNAL + "/80 && echo hello >&3 && read -r line <&3 && echo \"got:$line\""))
                         .environment(Map.of("PATH", "/usr/bin:/bin")).build())) {
-                    CompletableFuture<byte[]> err = CompletableFuture.supplyAsync(() -> readAll(client.stderr()));
-                    String out = new String(CompletableFuture.supplyAsync(() -> readAll(client.stdout())).get(WAIT.toSeconds(), TimeUnit.SECONDS), StandardCharsets.UTF_8);
+                    CompletableFuture<byte[]> err = CompletableFuture.supplyAsync(() -> readAll(client.stderr()), VIRTUAL);
+                    String out = new String(CompletableFuture.supplyAsync(() -> readAll(client.stdout()), VIRTUAL).get(WAIT.toSeconds(), TimeUnit.SECONDS), StandardCharsets.UTF_8);
                     assertEquals("got:echo:hello\n", out, () -> new String(err.getNow(new byte[0]), StandardCharsets.UTF_8));
                     assertEquals(Optional.of(new ExitStatus.Exited(0)), client.process().awaitExit(WAIT));
                 }

@@ -56,6 +56,11 @@ public final class OpenShellRuntimeBackend implements IsolationBackend {
     public static final BackendKey KEY = new BackendKey("openshell-sandbox", 1);
     /** Deadline of every control call but Wait (which takes the caller's timeout). */
     static final Duration CALL_DEADLINE = Duration.ofSeconds(30);
+    /**
+     * Deadline of startAgent and exec: the runtime may wait for a launcher through two steps of
+     * its own bound (ProcessTree.LAUNCH_WAIT, 60 s each) before the process exists.
+     */
+    static final Duration START_DEADLINE = Duration.ofSeconds(150);
 
     private final Function<VerifiedTopologyDescriptor, SupervisorLink> links;
 
@@ -195,7 +200,7 @@ public final class OpenShellRuntimeBackend implements IsolationBackend {
             return handle.transition(() -> {
                 String id = calls.call("startAgent", StartAgentRequest.newBuilder().addAllArgv(context.agent().argv())
                         .putAllEnvironment(context.agent().environment())
-                        .setWorkingDirectory(context.agent().workingDirectory()).build(),
+                        .setWorkingDirectory(context.agent().workingDirectory()).build(), START_DEADLINE,
                         (stub, request) -> stub.startAgent(request)).getProcessId();
                 return new Running(calls, new RemoteProcess(calls, id, null));
             });
@@ -420,7 +425,7 @@ public final class OpenShellRuntimeBackend implements IsolationBackend {
                     .putAllEnvironment(spec.environment()).setWorkingDirectory(spec.workingDirectory())
                     .setTty(size.isPresent())
                     .setAdmissionDeadlineEpochMillis(System.currentTimeMillis() + spec.admission().toMillis()).build(),
-                    (stub, request) -> stub.exec(request)).getProcessId();
+                    START_DEADLINE, (stub, request) -> stub.exec(request)).getProcessId();
             RemoteSession session = new RemoteSession(calls, id, size.isPresent());
             size.ifPresent(s -> session.terminal.orElseThrow().resize(s));
             return session;
