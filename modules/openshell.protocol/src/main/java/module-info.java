@@ -5,12 +5,12 @@
  *
  * <h2>Who may use it</h2>
  * This module exports nothing publicly. Its API lives in package {@code openshell.protocol}
- * and its generated messages and stubs in {@code openshell.protocol.wire}; both will be
- * exported, qualified, to {@code openshell.sandbox} (serves {@code RuntimeEndpoint}),
- * {@code openshell.supervisor} (opens {@code SupervisorEndpoint}/{@code SupervisorLink})
- * and {@code openshell.gateway} (mints with {@code TokenIssuer}, issues {@code LaunchTls}).
- * Those modules do not exist yet and a qualified export to a missing module fails
- * {@code -Xlint -Werror}; each friend adds its {@code exports ... to} line when it lands.
+ * and its generated messages and stubs in {@code openshell.protocol.wire}; both are
+ * exported, qualified, to {@code openshell.sandbox} (serves {@code RuntimeEndpoint}) and
+ * {@code openshell.supervisor} (opens {@code SupervisorEndpoint}/{@code SupervisorLink}).
+ * {@code openshell.gateway} (mints with {@code TokenIssuer}, issues {@code LaunchTls}) adds
+ * its {@code exports ... to} line when it uses them. The friends are compiled after this
+ * module, so javac cannot see them here: hence {@code @SuppressWarnings("module")}.
  *
  * <h2>Roles</h2>
  * The runtime is always the TLS server (a per-launch CA, its private key discarded after it
@@ -75,7 +75,11 @@
  * <tr><td>TLS_VALIDITY</td><td>2 days</td><td>LaunchTls</td><td>the launch's certificates expire</td></tr>
  * </table>
  */
+@SuppressWarnings("module")
 module openshell.protocol {
+    exports openshell.protocol to openshell.sandbox, openshell.supervisor;
+    exports openshell.protocol.wire to openshell.sandbox, openshell.supervisor;
+
     requires io.helidon.webserver;
     requires io.helidon.webserver.http2;
     requires io.helidon.webserver.grpc;

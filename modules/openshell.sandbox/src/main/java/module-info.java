@@ -31,7 +31,19 @@
  * <tr><td>{@code SandboxMain.MAX_BUNDLE_BYTES}</td><td>1 MiB</td><td>exit 64, nothing served</td></tr>
  * <tr><td>{@code StartupProbes.PROBE_WAIT}</td><td>10 s per probe step</td><td>the probe fails; exit 70</td></tr>
  * <tr><td>{@code StartupProbes.MIN_LANDLOCK_ABI}</td><td>5</td><td>the probe fails; exit 70</td></tr>
+ * <tr><td>{@code RuntimeService.MAX_WAIT_CALL}</td><td>1 h</td><td>a Wait call returns UNAVAILABLE (still running)</td></tr>
+ * <tr><td>{@code RuntimeService.MAX_CHUNK_BYTES}</td><td>16 KiB</td><td>process output and relay bytes are split into messages of at most this</td></tr>
+ * <tr><td>{@code RuntimeService.MEDIATION_POLL}</td><td>500 ms</td><td>the longest a mediation stream takes to notice its call was cancelled</td></tr>
  * </table>
+ *
+ * <h2>Protocol adapter</h2>
+ * {@code RuntimeService} serves the Sandbox Protocol ({@code openshell.protocol}, a friend export)
+ * over {@code RuntimeControl}: control calls through the generation's ledger, a
+ * {@code BackendException} as a gRPC status led by its kind, process I/O on AttachProcess
+ * (exit sent after stdout and stderr drained), each pending connect announced on
+ * PendingConnections and decided on its own Relay stream, DNS on the Dns stream. At most one
+ * PendingConnections and one Dns stream at a time; announced but undecided connects are denied
+ * MEDIATION_UNAVAILABLE when their stream ends.
  *
  * <h2>Startup</h2>
  * {@code SandboxMain}: non-dumpable, RLIMIT_CORE 0, the launch bundle read from standard input
@@ -39,12 +51,16 @@
  * task-memory read and an ADDFD (EBUSY there means a nested sandbox, reported as such), the
  * Landlock ABI, only {@code lo} in the network namespace, and direct connections out that fail;
  * then the resolver view ({@code /etc/resolv.conf} naming only 127.0.0.53, bind-mounted
- * read-only in the runtime's own mount namespace) and the DNS relay. Serving the Sandbox
- * Protocol over {@code RuntimeControl} is the protocol adapter's part (issue #4); until it exists
- * {@code main} reports its evidence line and exits 69.
+ * read-only in the runtime's own mount namespace) and the DNS relay. {@code main} does not
+ * yet start {@code RuntimeService} on the channel (the launch bundle has no defined format for
+ * the TLS identity and token key); it reports its evidence line and exits 69.
  */
 module openshell.sandbox {
     requires openshell.isolation;
     requires openshell.linux;
     requires com.sun.jna;
+    requires openshell.protocol;
+    requires io.grpc;
+    requires io.grpc.stub;
+    requires com.google.protobuf;
 }

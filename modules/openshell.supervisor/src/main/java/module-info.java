@@ -64,7 +64,16 @@
  * <tr><td>{@code Credentials.MAX_PROVIDERS}</td><td>64</td><td>configuration refused</td></tr>
  * <tr><td>{@code CredentialProvider.MAX_SECRET_BYTES}</td><td>8 KiB</td><td>configuration refused (value not echoed)</td></tr>
  * <tr><td>{@code CredentialProvider.MAX_HOSTS}</td><td>64 per provider</td><td>configuration refused</td></tr>
+ * <tr><td>{@code OpenShellRuntimeBackend.CALL_DEADLINE}</td><td>30 s</td><td>a control call to the runtime fails UNAVAILABLE</td></tr>
+ * <tr><td>{@code OpenShellRuntimeBackend.START_DEADLINE}</td><td>150 s (startAgent, exec)</td><td>the call fails UNAVAILABLE</td></tr>
+ * <tr><td>{@code RemoteMediation.MAX_QUEUED}</td><td>256 pending opens, 256 DNS queries</td><td>the next one is denied EXHAUSTED at once</td></tr>
+ * <tr><td>{@code InboundBytes.MAX_CHUNKS}</td><td>64 chunks (≤ 1 MiB) per stream</td><td>the link's reader waits for the consumer</td></tr>
  * </table>
+ *
+ * <h2>Backend for the sandbox runtime</h2>
+ * {@code OpenShellRuntimeBackend} ({@code openshell-sandbox}, version 1) drives the runtime over
+ * the Sandbox Protocol ({@code openshell.protocol}, a friend export): control calls are stamped
+ * with a request id and digest, process I/O and mediation are streams.
  */
 module openshell.supervisor {
     requires openshell.isolation;
@@ -75,4 +84,10 @@ module openshell.supervisor {
     requires jakarta.json;
     requires org.bouncycastle.pkix;
     requires org.bouncycastle.provider;
+    requires openshell.protocol;
+    requires io.grpc;
+    requires io.grpc.stub;
+    requires com.google.protobuf;
+
+    provides openshell.isolation.spi.IsolationBackendProvider with openshell.supervisor.OpenShellRuntimeBackend.Provider;
 }

@@ -1,0 +1,568 @@
+package openshell.sandbox;
+
+import com.google.protobuf.ByteString;
+import com.google.protobuf.Message;
+import io.grpc.Status;
+import io.grpc.stub.ServerCallStreamObserver;
+import io.grpc.stub.StreamObserver;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
+import openshell.isolation.AgentSpec;
+import openshell.isolation.BackendException;
+import openshell.isolation.BinaryIdentity;
+import openshell.isolation.ByteChannel;
+import openshell.isolation.ConfirmationEvidence;
+import openshell.isolation.DenyReason;
+import openshell.isolation.ExecSession;
+import openshell.isolation.ExecSpec;
+import openshell.isolation.Executable;
+import openshell.isolation.IdentityResolution;
+import openshell.isolation.PendingDnsQuery;
+import openshell.isolation.PendingTcpOpen;
+import openshell.isolation.ProcessSignal;
+import openshell.isolation.TerminalSize;
+import openshell.protocol.ControlLedger;
+import openshell.protocol.ExecAdmission;
+import openshell.protocol.ProtocolException;
+import openshell.protocol.wire.AttachRequest;
+import openshell.protocol.wire.AttachResult;
+import openshell.protocol.wire.ConfirmRequest;
+import openshell.protocol.wire.ConfirmResult;
+import openshell.protocol.wire.Control;
+import openshell.protocol.wire.DnsAnswer;
+import openshell.protocol.wire.DnsQuery;
+import openshell.protocol.wire.ExecRequest;
+import openshell.protocol.wire.ExecResult;
+import openshell.protocol.wire.ExecutableFile;
+import openshell.protocol.wire.ExitStatus;
+import openshell.protocol.wire.Identity;
+import openshell.protocol.wire.PendingConnection;
+import openshell.protocol.wire.PendingConnectionsRequest;
+import openshell.protocol.wire.ProcessInput;
+import openshell.protocol.wire.ProcessOutput;
+import openshell.protocol.wire.RelayDown;
+import openshell.protocol.wire.RelayUp;
+import openshell.protocol.wire.ResizeRequest;
+import openshell.protocol.wire.ResizeResult;
+import openshell.protocol.wire.SandboxRuntimeGrpc;
+import openshell.protocol.wire.SignalRequest;
+import openshell.protocol.wire.SignalResult;
+import openshell.protocol.wire.StartAgentRequest;
+import openshell.protocol.wire.StartAgentResult;
+import openshell.protocol.wire.TerminateBoundaryRequest;
+import openshell.protocol.wire.TerminateBoundaryResult;
+import openshell.protocol.wire.TerminateRequest;
+import openshell.protocol.wire.TerminateResult;
+import openshell.protocol.wire.WaitRequest;
+import openshell.protocol.wire.WaitResult;
+
+/**
+ * The Sandbox Protocol served over {@link RuntimeControl}: control calls go through the
+ * generation's {@link ControlLedger} (same id and digest, same result, never re-run), process
+ * I/O and mediation are streams. A {@link BackendException} becomes a gRPC status whose
+ * description starts with its kind, so the supervisor can restore the kind; nothing else of the
+ * runtime's state leaks into a status.
+ */
+final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
+    /** Longest a single Wait call blocks on the runtime side; the caller's deadline is normally shorter. */
+    static final Duration MAX_WAIT_CALL = Duration.ofHours(1);
+    /** Largest chunk of process output or relay bytes put in one message (one HTTP/2 frame). */
+    static final int MAX_CHUNK_BYTES = 16 * 1024;
+    /** How often the mediation streams look whether their call was cancelled while nothing is pending. */
+    static final Duration MEDIATION_POLL = Duration.ofMillis(500);
+
+    private static final System.Logger LOGGER = System.getLogger(RuntimeService.class.getName());
+
+    private final RuntimeControl control;
+    private final ControlLedger ledger;
+    private final Clock clock;
+    private final Set<Long> attachedProcesses = ConcurrentHashMap.newKeySet();
+    private final Map<String, PendingTcpOpen> pendingOpens = new ConcurrentHashMap<>();
+    private final AtomicLong connectionIds = new AtomicLong();
+    private final AtomicBoolean announcing = new AtomicBoolean();
+    private final AtomicBoolean answeringDns = new AtomicBoolean();
+
+    RuntimeService(RuntimeControl control, long generation, Clock clock) {
+        this.control = control;
+        this.ledger = new ControlLedger(generation);
+        this.clock = clock;
+    }
+
+    private <R extends Message> void control(Message request, StreamObserver<R> observer, Supplier<R> operation) {
+        R result;
+        try {
+            result = ledger.execute(request, operation);
+        } catch (ProtocolException e) {
+            observer.onError(Status.FAILED_PRECONDITION.withDescription(e.refusal().name() + ": " + e.getMessage())
+                    .asRuntimeException());
+            return;
+        } catch (BackendException e) {
+            observer.onError(status(e).asRuntimeException());
+            return;
+        }
+        observer.onNext(result);
+        observer.onCompleted();
+    }
+
+    static Status status(BackendException e) {
+        Status base = switch (e.kind()) {
+            case INVALID -> Status.FAILED_PRECONDITION;
+            case DENIED -> Status.PERMISSION_DENIED;
+            case UNAVAILABLE -> Status.UNAVAILABLE;
+            case FAILED -> Status.INTERNAL;
+            case TERMINATED -> Status.ABORTED;
+        };
+        // The message already starts with the kind ("INVALID: ...").
+        return base.withDescription(e.getMessage());
+    }
+
+    @Override
+    public void attach(AttachRequest request, StreamObserver<AttachResult> observer) {
+        control(request, observer, () -> {
+            control.attach(request.getSupervisorId(), ledger.runtimeGeneration());
+            return AttachResult.newBuilder().setRuntimeGeneration(ledger.runtimeGeneration()).build();
+        });
+    }
+
+    @Override
+    public void confirm(ConfirmRequest request, StreamObserver<ConfirmResult> observer) {
+        control(request, observer, () -> {
+            ConfirmationEvidence evidence = control.confirm();
+            ConfirmResult.Builder result = ConfirmResult.newBuilder().setConfirmed(true)
+                    .setKernel(evidence.kernel()).setPolicySha256(evidence.policySha256())
+                    .setDirectEgressFailed(evidence.directEgressFailed());
+            evidence.controls().forEach(c -> result.addControls(Control.newBuilder().setName(c.name()).setMechanism(c.mechanism())));
+            return result.build();
+        });
+    }
+
+    @Override
+    public void startAgent(StartAgentRequest request, StreamObserver<StartAgentResult> observer) {
+        control(request, observer, () -> {
+            AgentSpec spec = new AgentSpec(request.getArgvList(), request.getEnvironmentMap(), directory(request.getWorkingDirectory()));
+            return StartAgentResult.newBuilder().setProcessId(Long.toString(control.startAgent(spec))).build();
+        });
+    }
+
+    @Override
+    public void exec(ExecRequest request, StreamObserver<ExecResult> observer) {
+        control(request, observer, () -> {
+            ExecAdmission.admit(request, clock);
+            ExecSpec.Builder spec = ExecSpec.builder(request.getArgvList()).environment(request.getEnvironmentMap())
+                    .workingDirectory(directory(request.getWorkingDirectory()));
+            if (request.getTty()) {
+                spec.pty(new TerminalSize(80, 24));
+            }
+            return ExecResult.newBuilder().setProcessId(Long.toString(control.exec(spec.build()))).build();
+        });
+    }
+
+    @Override
+    public void wait(WaitRequest request, StreamObserver<WaitResult> observer) {
+        control(request, observer, () -> {
+            Optional<openshell.isolation.ExitStatus> exit = control.await(processId(request.getProcessId()), MAX_WAIT_CALL);
+            return WaitResult.newBuilder().setExit(wire(exit.orElseThrow(() -> new BackendException(
+                    BackendException.Kind.UNAVAILABLE, "process still running after " + MAX_WAIT_CALL)))).build();
+        });
+    }
+
+    @Override
+    public void signal(SignalRequest request, StreamObserver<SignalResult> observer) {
+        control(request, observer, () -> {
+            control.signal(processId(request.getProcessId()), signal(request.getSignal()));
+            return SignalResult.newBuilder().setDelivered(true).build();
+        });
+    }
+
+    @Override
+    public void terminate(TerminateRequest request, StreamObserver<TerminateResult> observer) {
+        control(request, observer, () -> {
+            long process = processId(request.getProcessId());
+            control.session(process).process().terminate();
+            openshell.isolation.ExitStatus exit = control.await(process, MAX_WAIT_CALL).orElseThrow(() -> new BackendException(
+                    BackendException.Kind.FAILED, "process " + process + " survived terminate"));
+            return TerminateResult.newBuilder().setExit(wire(exit)).build();
+        });
+    }
+
+    @Override
+    public void terminateBoundary(TerminateBoundaryRequest request, StreamObserver<TerminateBoundaryResult> observer) {
+        control(request, observer, () -> {
+            control.terminate();
+            return TerminateBoundaryResult.newBuilder().setTerminated(true).build();
+        });
+    }
+
+    @Override
+    public void resize(ResizeRequest request, StreamObserver<ResizeResult> observer) {
+        control(request, observer, () -> {
+            control.resize(processId(request.getProcessId()), new TerminalSize(request.getColumns(), request.getRows()));
+            return ResizeResult.newBuilder().setResized(true).build();
+        });
+    }
+
+    @Override
+    public StreamObserver<ProcessInput> attachProcess(StreamObserver<ProcessOutput> output) {
+        return new StreamObserver<>() {
+            private ExecSession session;
+            private long process;
+
+            @Override
+            public void onNext(ProcessInput input) {
+                try {
+                    switch (input.getKindCase()) {
+                    case PROCESS_ID -> start(input.getProcessId());
+                    case STDIN -> stdin().write(input.getStdin().toByteArray());
+                    case STDIN_CLOSED -> stdin().close();
+                    default -> throw new BackendException(BackendException.Kind.INVALID, "empty process input");
+                    }
+                } catch (BackendException e) {
+                    output.onError(status(e).asRuntimeException());
+                } catch (IOException e) {
+                    // The process closed its stdin: later input has nowhere to go; output continues.
+                    LOGGER.log(System.Logger.Level.DEBUG, "stdin of process " + process + ": " + e);
+                }
+            }
+
+            private OutputStream stdin() {
+                if (session == null) {
+                    throw new BackendException(BackendException.Kind.INVALID, "the first process input must name the process");
+                }
+                return session.stdin();
+            }
+
+            private void start(String id) {
+                if (session != null) {
+                    throw new BackendException(BackendException.Kind.INVALID, "the process is already named");
+                }
+                long candidate = processId(id);
+                ExecSession s = control.session(candidate);
+                if (!attachedProcesses.add(candidate)) {
+                    throw new BackendException(BackendException.Kind.INVALID, "process " + id + " is already attached");
+                }
+                session = s;
+                process = candidate;
+                CountDownLatch drained = new CountDownLatch(2);
+                pump(s.stdout(), true, drained);
+                pump(s.stderr(), false, drained);
+                Thread.ofVirtual().name("process-" + candidate + "-exit").start(() -> {
+                    try {
+                        drained.await();
+                        openshell.isolation.ExitStatus exit = control.await(candidate, MAX_WAIT_CALL).orElseThrow();
+                        synchronized (output) {
+                            output.onNext(ProcessOutput.newBuilder().setExit(wire(exit)).build());
+                            output.onCompleted();
+                        }
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    } catch (RuntimeException e) {
+                        synchronized (output) {
+                            output.onError(Status.INTERNAL.withDescription("FAILED: " + e.getMessage()).asRuntimeException());
+                        }
+                    } finally {
+                        attachedProcesses.remove(candidate);
+                    }
+                });
+            }
+
+            private void pump(InputStream from, boolean stdout, CountDownLatch drained) {
+                Thread.ofVirtual().name("process-" + process + (stdout ? "-stdout" : "-stderr")).start(() -> {
+                    byte[] buffer = new byte[MAX_CHUNK_BYTES];
+                    try (from) {
+                        int n;
+                        while ((n = from.read(buffer)) >= 0) {
+                            ByteString chunk = ByteString.copyFrom(buffer, 0, n);
+                            ProcessOutput message = stdout ? ProcessOutput.newBuilder().setStdout(chunk).build()
+                                    : ProcessOutput.newBuilder().setStderr(chunk).build();
+                            synchronized (output) {
+                                output.onNext(message);
+                            }
+                        }
+                    } catch (IOException | RuntimeException e) {
+                        LOGGER.log(System.Logger.Level.DEBUG, "output of process " + process + " ended: " + e);
+                    } finally {
+                        drained.countDown();
+                    }
+                });
+            }
+
+            @Override
+            public void onError(Throwable t) {
+                // The supervisor went away; the process keeps running and can be attached again.
+            }
+
+            @Override
+            public void onCompleted() {
+            }
+        };
+    }
+
+    @Override
+    public void pendingConnections(PendingConnectionsRequest request, StreamObserver<PendingConnection> observer) {
+        if (!announcing.compareAndSet(false, true)) {
+            observer.onError(Status.FAILED_PRECONDITION.withDescription("INVALID: pending connections are already taken")
+                    .asRuntimeException());
+            return;
+        }
+        ServerCallStreamObserver<PendingConnection> call = (ServerCallStreamObserver<PendingConnection>) observer;
+        Thread.ofVirtual().name("pending-connections").start(() -> {
+            try {
+                while (!call.isCancelled()) {
+                    Optional<PendingTcpOpen> next = control.mediation().acceptTcp(MEDIATION_POLL);
+                    if (next.isEmpty()) {
+                        continue;
+                    }
+                    PendingTcpOpen open = next.get();
+                    String id = "c" + connectionIds.incrementAndGet();
+                    pendingOpens.put(id, open);
+                    PendingConnection.Builder announced = PendingConnection.newBuilder().setConnectionId(id)
+                            .setDestinationHost(open.destination().address().getHostAddress())
+                            .setDestinationAddress(ByteString.copyFrom(open.destination().address().getAddress()))
+                            .setDestinationPort(open.destination().port())
+                            .setSocketInode(open.socket().inode());
+                    switch (open.identity()) {
+                    case IdentityResolution.Resolved r -> announced.setIdentity(identity(r.identity()))
+                            .setExecutable(r.identity().path());
+                    case IdentityResolution.Unresolved u -> announced.setUnresolvedReason(u.reason());
+                    }
+                    observer.onNext(announced.build());
+                }
+            } catch (RuntimeException e) {
+                LOGGER.log(System.Logger.Level.WARNING, "announcing pending connections stopped: " + e);
+            } finally {
+                announcing.set(false);
+                // Announced but undecided connections fail closed when their announcer goes.
+                pendingOpens.values().forEach(open -> open.deny(DenyReason.MEDIATION_UNAVAILABLE));
+                pendingOpens.clear();
+            }
+        });
+    }
+
+    @Override
+    public StreamObserver<RelayUp> relay(StreamObserver<RelayDown> down) {
+        return new StreamObserver<>() {
+            private ByteChannel channel;
+            private boolean decided;
+
+            @Override
+            public void onNext(RelayUp up) {
+                if (!decided) {
+                    decided = true;
+                    decide(up);
+                    return;
+                }
+                if (channel == null) {
+                    return;
+                }
+                try {
+                    switch (up.getKindCase()) {
+                    case DATA -> channel.output().write(up.getData().toByteArray());
+                    case HALF_CLOSE -> channel.output().close();
+                    default -> {
+                        channel.close();
+                        down.onError(Status.INVALID_ARGUMENT.withDescription("INVALID: a second decision").asRuntimeException());
+                    }
+                    }
+                } catch (IOException e) {
+                    channel.close();
+                    down.onError(Status.UNAVAILABLE.withDescription("FAILED: the workload's socket closed").asRuntimeException());
+                }
+            }
+
+            private void decide(RelayUp up) {
+                PendingTcpOpen open = up.hasDecision() ? pendingOpens.remove(up.getDecision().getConnectionId()) : null;
+                if (open == null) {
+                    down.onError(Status.FAILED_PRECONDITION.withDescription("INVALID: the first relay message must decide an announced connection")
+                            .asRuntimeException());
+                    return;
+                }
+                if (!up.getDecision().getAllow()) {
+                    open.deny(denyReason(up.getDecision().getDenyErrno()));
+                    down.onCompleted();
+                    return;
+                }
+                try {
+                    channel = open.allow();
+                } catch (BackendException e) {
+                    down.onError(status(e).asRuntimeException());
+                    return;
+                }
+                ByteChannel relayed = channel;
+                Thread.ofVirtual().name("relay-" + up.getDecision().getConnectionId()).start(() -> {
+                    byte[] buffer = new byte[MAX_CHUNK_BYTES];
+                    try {
+                        InputStream in = relayed.input();
+                        int n;
+                        while ((n = in.read(buffer)) >= 0) {
+                            down.onNext(RelayDown.newBuilder().setData(ByteString.copyFrom(buffer, 0, n)).build());
+                        }
+                        down.onNext(RelayDown.newBuilder().setHalfClose(true).build());
+                        down.onCompleted();
+                    } catch (IOException | RuntimeException e) {
+                        relayed.close();
+                        try {
+                            down.onError(Status.UNAVAILABLE.withDescription("FAILED: relay ended: " + e.getMessage()).asRuntimeException());
+                        } catch (RuntimeException ignored) {
+                            // the stream is already gone
+                        }
+                    }
+                });
+            }
+
+            @Override
+            public void onError(Throwable t) {
+                if (channel != null) {
+                    channel.close();
+                }
+            }
+
+            @Override
+            public void onCompleted() {
+            }
+        };
+    }
+
+    @Override
+    public StreamObserver<DnsAnswer> dns(StreamObserver<DnsQuery> queries) {
+        if (!answeringDns.compareAndSet(false, true)) {
+            queries.onError(Status.FAILED_PRECONDITION.withDescription("INVALID: the DNS plane is already taken").asRuntimeException());
+            return new StreamObserver<>() {
+                @Override
+                public void onNext(DnsAnswer value) {
+                }
+
+                @Override
+                public void onError(Throwable t) {
+                }
+
+                @Override
+                public void onCompleted() {
+                }
+            };
+        }
+        Map<Long, PendingDnsQuery> waiting = new ConcurrentHashMap<>();
+        AtomicLong ids = new AtomicLong();
+        AtomicBoolean open = new AtomicBoolean(true);
+        ServerCallStreamObserver<DnsQuery> call = (ServerCallStreamObserver<DnsQuery>) queries;
+        Thread.ofVirtual().name("dns-plane").start(() -> {
+            try {
+                while (open.get() && !call.isCancelled()) {
+                    Optional<PendingDnsQuery> next = control.mediation().acceptDns(MEDIATION_POLL);
+                    if (next.isEmpty()) {
+                        continue;
+                    }
+                    long id = ids.incrementAndGet();
+                    waiting.put(id, next.get());
+                    DnsQuery.Builder query = DnsQuery.newBuilder().setQueryId(id).setMessage(ByteString.copyFrom(next.get().query()));
+                    switch (next.get().identity()) {
+                    case IdentityResolution.Resolved r -> query.setIdentity(identity(r.identity()));
+                    case IdentityResolution.Unresolved u -> query.setUnresolvedReason(u.reason());
+                    }
+                    synchronized (queries) {
+                        queries.onNext(query.build());
+                    }
+                }
+            } catch (RuntimeException e) {
+                LOGGER.log(System.Logger.Level.WARNING, "DNS plane stopped: " + e);
+            } finally {
+                open.set(false);
+                answeringDns.set(false);
+                waiting.values().forEach(q -> q.refuse(DenyReason.MEDIATION_UNAVAILABLE));
+                waiting.clear();
+            }
+        });
+        return new StreamObserver<>() {
+            @Override
+            public void onNext(DnsAnswer answer) {
+                PendingDnsQuery query = waiting.remove(answer.getQueryId());
+                if (query == null) {
+                    return;
+                }
+                if (answer.hasMessage()) {
+                    query.answer(answer.getMessage().toByteArray());
+                } else {
+                    query.refuse(parseReason(answer.getDenyReason()));
+                }
+            }
+
+            @Override
+            public void onError(Throwable t) {
+                open.set(false);
+            }
+
+            @Override
+            public void onCompleted() {
+                open.set(false);
+            }
+        };
+    }
+
+    static Identity identity(BinaryIdentity identity) {
+        Identity.Builder wire = Identity.newBuilder().setExecutable(file(identity.executable()))
+                .addAllCmdline(identity.diagnosticCmdline());
+        identity.ancestors().forEach(a -> wire.addAncestors(file(a)));
+        return wire.build();
+    }
+
+    private static ExecutableFile file(Executable executable) {
+        return ExecutableFile.newBuilder().setPath(executable.path()).setSha256(executable.sha256().orElse("")).build();
+    }
+
+    static ExitStatus wire(openshell.isolation.ExitStatus exit) {
+        return switch (exit) {
+            case openshell.isolation.ExitStatus.Exited e -> ExitStatus.newBuilder().setCode(e.code()).build();
+            case openshell.isolation.ExitStatus.Signaled s -> ExitStatus.newBuilder().setSignal(s.signal()).build();
+        };
+    }
+
+    /** The errno a supervisor names maps to the contract's reason; anything unknown is a policy denial. */
+    static DenyReason denyReason(int errno) {
+        return switch (errno) {
+            case 11 -> DenyReason.EXHAUSTED;
+            case 110 -> DenyReason.TIMEOUT;
+            case 125 -> DenyReason.MEDIATION_UNAVAILABLE;
+            default -> DenyReason.POLICY;
+        };
+    }
+
+    private static DenyReason parseReason(String name) {
+        for (DenyReason reason : DenyReason.values()) {
+            if (reason.name().equals(name)) {
+                return reason;
+            }
+        }
+        return DenyReason.POLICY;
+    }
+
+    private static long processId(String id) {
+        try {
+            return Long.parseLong(id);
+        } catch (NumberFormatException e) {
+            throw new BackendException(BackendException.Kind.INVALID, "no process '" + id + "'");
+        }
+    }
+
+    private static String directory(String requested) {
+        return requested.isEmpty() ? "/" : requested;
+    }
+
+    private static ProcessSignal signal(int number) {
+        for (ProcessSignal s : ProcessSignal.values()) {
+            if (s.number() == number) {
+                return s;
+            }
+        }
+        throw new BackendException(BackendException.Kind.INVALID, "signal " + number + " may not be sent");
+    }
+}

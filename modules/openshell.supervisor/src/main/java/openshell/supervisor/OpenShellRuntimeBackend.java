@@ -1,0 +1,471 @@
+package openshell.supervisor;
+
+import com.google.protobuf.ByteString;
+import io.grpc.stub.StreamObserver;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Function;
+import openshell.isolation.BackendException;
+import openshell.isolation.BackendKey;
+import openshell.isolation.BoundBoundary;
+import openshell.isolation.BoundaryExec;
+import openshell.isolation.BoundaryPortForward;
+import openshell.isolation.BoundaryProcess;
+import openshell.isolation.ConfirmationEvidence;
+import openshell.isolation.ExecSession;
+import openshell.isolation.ExecSpec;
+import openshell.isolation.ExitStatus;
+import openshell.isolation.IsolationBackend;
+import openshell.isolation.NetworkMediationSource;
+import openshell.isolation.ProcessSignal;
+import openshell.isolation.ReadyBoundary;
+import openshell.isolation.RunningBoundary;
+import openshell.isolation.SandboxContext;
+import openshell.isolation.TerminalSize;
+import openshell.isolation.VerifiedTopologyDescriptor;
+import openshell.isolation.spi.IsolationBackendProvider;
+import openshell.isolation.spi.LinearHandle;
+import openshell.protocol.SupervisorLink;
+import openshell.protocol.wire.AttachRequest;
+import openshell.protocol.wire.ConfirmRequest;
+import openshell.protocol.wire.ConfirmResult;
+import openshell.protocol.wire.ExecRequest;
+import openshell.protocol.wire.ProcessInput;
+import openshell.protocol.wire.ProcessOutput;
+import openshell.protocol.wire.ResizeRequest;
+import openshell.protocol.wire.SignalRequest;
+import openshell.protocol.wire.StartAgentRequest;
+import openshell.protocol.wire.TerminateBoundaryRequest;
+import openshell.protocol.wire.TerminateRequest;
+import openshell.protocol.wire.WaitRequest;
+
+/**
+ * The Isolation Backend for the OpenShell sandbox runtime ({@code openshell-sandbox}, version
+ * 1): every step of the contract is a Sandbox Protocol call on one {@link SupervisorLink}.
+ * Where the link comes from is the supervisor's launch material (the pinned CA, the token slot,
+ * the channel), which the backend never reads from a descriptor a workload could influence.
+ */
+public final class OpenShellRuntimeBackend implements IsolationBackend {
+    /** The registered name and version. */
+    public static final BackendKey KEY = new BackendKey("openshell-sandbox", 1);
+    /** Deadline of every control call but Wait (which takes the caller's timeout). */
+    static final Duration CALL_DEADLINE = Duration.ofSeconds(30);
+    /**
+     * Deadline of startAgent and exec: the runtime may wait for a launcher through two steps of
+     * its own bound (ProcessTree.LAUNCH_WAIT, 60 s each) before the process exists.
+     */
+    static final Duration START_DEADLINE = Duration.ofSeconds(150);
+
+    private final Function<VerifiedTopologyDescriptor, SupervisorLink> links;
+
+    OpenShellRuntimeBackend(Function<VerifiedTopologyDescriptor, SupervisorLink> links) {
+        this.links = Objects.requireNonNull(links);
+    }
+
+    /**
+     * A backend whose links come from the supervisor's launch material.
+     *
+     * @param links opens the one link to the runtime of a verified descriptor (TLS up, tokens attached)
+     * @return the backend
+     */
+    public static OpenShellRuntimeBackend over(Function<VerifiedTopologyDescriptor, SupervisorLink> links) {
+        return new OpenShellRuntimeBackend(links);
+    }
+
+    /**
+     * The provider {@code ServiceLoader} finds. Its backend cannot open a link yet: the
+     * supervisor's launch material (CA pin, tokens, channel) reaches it with the supervisor
+     * {@code main} (issue 6), so until then attach fails UNAVAILABLE instead of guessing.
+     */
+    public static final class Provider implements IsolationBackendProvider {
+        /** Creates the provider (ServiceLoader). */
+        public Provider() {
+        }
+
+        @Override
+        public BackendKey key() {
+            return KEY;
+        }
+
+        @Override
+        public IsolationBackend create() {
+            return new OpenShellRuntimeBackend(descriptor -> {
+                throw new BackendException(BackendException.Kind.UNAVAILABLE,
+                        "no supervisor launch material installed for " + KEY + " (the supervisor main wires it; issue 6)");
+            });
+        }
+    }
+
+    @Override
+    public BackendKey key() {
+        return KEY;
+    }
+
+    @Override
+    public BoundBoundary attach(VerifiedTopologyDescriptor descriptor, SandboxContext context) {
+        if (!KEY.equals(descriptor.backend())) {
+            throw new BackendException(BackendException.Kind.INVALID, "descriptor is for " + descriptor.backend() + ", not " + KEY);
+        }
+        SupervisorLink link = links.apply(descriptor);
+        RemoteCalls calls = new RemoteCalls(link);
+        try {
+            calls.call("attach", AttachRequest.newBuilder().setSupervisorId(context.sessionId().value()).build(),
+                    (stub, request) -> stub.attach(request));
+        } catch (RuntimeException e) {
+            link.close();
+            throw e;
+        }
+        return new Bound(calls, context);
+    }
+
+    private static final class Bound implements BoundBoundary {
+        private final LinearHandle handle = new LinearHandle("bound boundary");
+        private final RemoteCalls calls;
+        private final SandboxContext context;
+        private RemoteMediation mediation;
+
+        Bound(RemoteCalls calls, SandboxContext context) {
+            this.calls = calls;
+            this.context = context;
+        }
+
+        @Override
+        public synchronized NetworkMediationSource mediation() {
+            handle.checkLive();
+            if (mediation == null) {
+                mediation = new RemoteMediation(calls);
+            }
+            return mediation;
+        }
+
+        @Override
+        public ReadyBoundary confirm() {
+            return handle.transition(() -> {
+                synchronized (this) {
+                    if (mediation == null || !mediation.live()) {
+                        throw new BackendException(BackendException.Kind.INVALID, "confirm needs the mediation source taken and live first");
+                    }
+                }
+                ConfirmResult result = calls.call("confirm", ConfirmRequest.newBuilder()
+                        .setPolicyDigest(context.policy().sha256()).build(), (stub, request) -> stub.confirm(request));
+                if (!result.getConfirmed()) {
+                    throw new BackendException(BackendException.Kind.FAILED, "the runtime did not confirm its controls");
+                }
+                ConfirmationEvidence evidence = new ConfirmationEvidence(result.getControlsList().stream()
+                        .map(c -> new ConfirmationEvidence.Control(c.getName(), c.getMechanism())).toList(),
+                        result.getKernel(), result.getPolicySha256(), result.getDirectEgressFailed());
+                return new Ready(calls, context, evidence);
+            });
+        }
+
+        @Override
+        public void abort() {
+            handle.consume();
+            RemoteMediation taken;
+            synchronized (this) {
+                taken = mediation;
+            }
+            if (taken != null) {
+                taken.close();
+            }
+            terminateQuietly(calls);
+        }
+    }
+
+    private static final class Ready implements ReadyBoundary {
+        private final LinearHandle handle = new LinearHandle("ready boundary");
+        private final RemoteCalls calls;
+        private final SandboxContext context;
+        private final ConfirmationEvidence evidence;
+
+        Ready(RemoteCalls calls, SandboxContext context, ConfirmationEvidence evidence) {
+            this.calls = calls;
+            this.context = context;
+            this.evidence = evidence;
+        }
+
+        @Override
+        public ConfirmationEvidence evidence() {
+            return evidence;
+        }
+
+        @Override
+        public RunningBoundary startAgent() {
+            return handle.transition(() -> {
+                String id = calls.call("startAgent", StartAgentRequest.newBuilder().addAllArgv(context.agent().argv())
+                        .putAllEnvironment(context.agent().environment())
+                        .setWorkingDirectory(context.agent().workingDirectory()).build(), START_DEADLINE,
+                        (stub, request) -> stub.startAgent(request)).getProcessId();
+                return new Running(calls, new RemoteProcess(calls, id, null));
+            });
+        }
+
+        @Override
+        public void abort() {
+            handle.consume();
+            terminateQuietly(calls);
+        }
+    }
+
+    private static void terminateQuietly(RemoteCalls calls) {
+        try {
+            calls.call("terminateBoundary", TerminateBoundaryRequest.newBuilder().setReason("aborted").build(),
+                    (stub, request) -> stub.terminateBoundary(request));
+        } catch (BackendException e) {
+            // The runtime terminates the workload itself when the supervisor goes (its loss bound).
+        }
+    }
+
+    private static final class Running implements RunningBoundary {
+        private final RemoteCalls calls;
+        private final RemoteProcess agent;
+        private final AtomicBoolean terminated = new AtomicBoolean();
+
+        Running(RemoteCalls calls, RemoteProcess agent) {
+            this.calls = calls;
+            this.agent = agent;
+        }
+
+        @Override
+        public BoundaryProcess agent() {
+            return agent;
+        }
+
+        @Override
+        public BoundaryExec exec() {
+            return spec -> {
+                requireRunning();
+                return RemoteSession.start(calls, spec);
+            };
+        }
+
+        @Override
+        public BoundaryPortForward portForward() {
+            return target -> {
+                throw new BackendException(BackendException.Kind.UNAVAILABLE,
+                        "port forwarding over the Sandbox Protocol is not implemented yet (issue 6)");
+            };
+        }
+
+        private void requireRunning() {
+            if (!running()) {
+                throw new BackendException(BackendException.Kind.TERMINATED, "the boundary is no longer running");
+            }
+        }
+
+        @Override
+        public boolean running() {
+            return !terminated.get() && calls.link().isOpen() && agent.awaitExit(Duration.ZERO).isEmpty();
+        }
+
+        @Override
+        public void terminate() {
+            if (terminated.compareAndSet(false, true)) {
+                terminateQuietly(calls);
+            }
+        }
+    }
+
+    /** A workload process known by its runtime id; its exit may also arrive on its I/O stream. */
+    static final class RemoteProcess implements BoundaryProcess {
+        private final RemoteCalls calls;
+        private final String id;
+        private final CompletableFuture<ExitStatus> exit;
+
+        RemoteProcess(RemoteCalls calls, String id, CompletableFuture<ExitStatus> exit) {
+            this.calls = calls;
+            this.id = id;
+            this.exit = exit == null ? new CompletableFuture<>() : exit;
+        }
+
+        @Override
+        public ExitStatus awaitExit() {
+            while (true) {
+                Optional<ExitStatus> status = awaitExit(CALL_DEADLINE);
+                if (status.isPresent()) {
+                    return status.get();
+                }
+            }
+        }
+
+        @Override
+        public Optional<ExitStatus> awaitExit(Duration timeout) {
+            if (exit.isDone()) {
+                return Optional.of(exit.join());
+            }
+            if (timeout.isZero() || timeout.isNegative()) {
+                return Optional.empty();
+            }
+            try {
+                openshell.protocol.wire.ExitStatus status = calls.call("wait",
+                        WaitRequest.newBuilder().setProcessId(id).build(), timeout,
+                        (stub, request) -> stub.wait(request)).getExit();
+                ExitStatus known = status(status);
+                exit.complete(known);
+                return Optional.of(known);
+            } catch (BackendException e) {
+                if (RemoteCalls.deadlineExceeded(e)) {
+                    return Optional.empty();
+                }
+                throw e;
+            }
+        }
+
+        @Override
+        public void signal(ProcessSignal signal) {
+            calls.call("signal", SignalRequest.newBuilder().setProcessId(id).setSignal(signal.number()).build(),
+                    (stub, request) -> stub.signal(request));
+        }
+
+        @Override
+        public void terminate() {
+            ExitStatus status = status(calls.call("terminate", TerminateRequest.newBuilder().setProcessId(id).build(),
+                    (stub, request) -> stub.terminate(request)).getExit());
+            exit.complete(status);
+        }
+
+        String id() {
+            return id;
+        }
+
+        static ExitStatus status(openshell.protocol.wire.ExitStatus status) {
+            return switch (status.getOutcomeCase()) {
+                case CODE -> new ExitStatus.Exited(status.getCode());
+                case SIGNAL -> new ExitStatus.Signaled(status.getSignal());
+                default -> throw new BackendException(BackendException.Kind.FAILED, "the runtime sent an exit status without an outcome");
+            };
+        }
+    }
+
+    /** An exec'd process and its I/O stream: stdout and stderr apart (merged when it has a terminal). */
+    static final class RemoteSession implements ExecSession {
+        private final RemoteProcess process;
+        private final StreamObserver<ProcessInput> input;
+        private final InboundBytes stdout = new InboundBytes();
+        private final InboundBytes stderr = new InboundBytes();
+        private final OutputStream stdin;
+        private final Optional<Terminal> terminal;
+        private final AtomicBoolean stdinClosed = new AtomicBoolean();
+
+        private RemoteSession(RemoteCalls calls, String id, boolean tty) {
+            CompletableFuture<ExitStatus> exit = new CompletableFuture<>();
+            this.process = new RemoteProcess(calls, id, exit);
+            this.input = calls.async().attachProcess(new StreamObserver<>() {
+                @Override
+                public void onNext(ProcessOutput output) {
+                    switch (output.getKindCase()) {
+                    case STDOUT -> stdout.deliver(output.getStdout().toByteArray());
+                    case STDERR -> stderr.deliver(output.getStderr().toByteArray());
+                    case EXIT -> {
+                        stdout.end();
+                        stderr.end();
+                        exit.complete(RemoteProcess.status(output.getExit()));
+                    }
+                    default -> {
+                        // nothing else is defined
+                    }
+                    }
+                }
+
+                @Override
+                public void onError(Throwable t) {
+                    stdout.fail("process stream failed: " + t.getMessage());
+                    stderr.fail("process stream failed: " + t.getMessage());
+                }
+
+                @Override
+                public void onCompleted() {
+                    stdout.end();
+                    stderr.end();
+                }
+            });
+            this.input.onNext(ProcessInput.newBuilder().setProcessId(id).build());
+            this.stdin = new OutputStream() {
+                @Override
+                public void write(int b) throws IOException {
+                    write(new byte[] {(byte) b}, 0, 1);
+                }
+
+                @Override
+                public void write(byte[] b, int off, int len) throws IOException {
+                    if (stdinClosed.get()) {
+                        throw new IOException("stdin is closed");
+                    }
+                    for (int at = off; at < off + len; at += RemoteMediation.MAX_CHUNK_BYTES) {
+                        int n = Math.min(RemoteMediation.MAX_CHUNK_BYTES, off + len - at);
+                        synchronized (input) {
+                            input.onNext(ProcessInput.newBuilder().setStdin(ByteString.copyFrom(b, at, n)).build());
+                        }
+                    }
+                }
+
+                @Override
+                public void close() {
+                    if (stdinClosed.compareAndSet(false, true)) {
+                        synchronized (input) {
+                            input.onNext(ProcessInput.newBuilder().setStdinClosed(true).build());
+                        }
+                    }
+                }
+            };
+            this.terminal = tty ? Optional.of(size -> calls.call("resize", ResizeRequest.newBuilder().setProcessId(id)
+                    .setColumns(size.columns()).setRows(size.rows()).build(), (stub, request) -> stub.resize(request)))
+                    : Optional.empty();
+        }
+
+        static RemoteSession start(RemoteCalls calls, ExecSpec spec) {
+            Optional<TerminalSize> size = spec.terminal();
+            String id = calls.call("exec", ExecRequest.newBuilder().addAllArgv(spec.argv())
+                    .putAllEnvironment(spec.environment()).setWorkingDirectory(spec.workingDirectory())
+                    .setTty(size.isPresent())
+                    .setAdmissionDeadlineEpochMillis(System.currentTimeMillis() + spec.admission().toMillis()).build(),
+                    START_DEADLINE, (stub, request) -> stub.exec(request)).getProcessId();
+            RemoteSession session = new RemoteSession(calls, id, size.isPresent());
+            size.ifPresent(s -> session.terminal.orElseThrow().resize(s));
+            return session;
+        }
+
+        @Override
+        public BoundaryProcess process() {
+            return process;
+        }
+
+        @Override
+        public OutputStream stdin() {
+            return stdin;
+        }
+
+        @Override
+        public InputStream stdout() {
+            return stdout;
+        }
+
+        @Override
+        public InputStream stderr() {
+            return stderr;
+        }
+
+        @Override
+        public Optional<Terminal> terminal() {
+            return terminal;
+        }
+
+        @Override
+        public void close() {
+            try {
+                stdin.close();
+            } catch (IOException e) {
+                // cannot happen: closing only sends stdin_closed
+            }
+            synchronized (input) {
+                input.onCompleted();
+            }
+        }
+    }
+}

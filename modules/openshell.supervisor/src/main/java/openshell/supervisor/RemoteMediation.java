@@ -1,0 +1,405 @@
+package openshell.supervisor;
+
+import com.google.protobuf.ByteString;
+import io.grpc.stub.ClientCallStreamObserver;
+import io.grpc.stub.StreamObserver;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.UnknownHostException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import openshell.isolation.BackendException;
+import openshell.isolation.BinaryIdentity;
+import openshell.isolation.ByteChannel;
+import openshell.isolation.DenyReason;
+import openshell.isolation.Executable;
+import openshell.isolation.IdentityResolution;
+import openshell.isolation.NetworkMediationSource;
+import openshell.isolation.PendingDnsQuery;
+import openshell.isolation.PendingTcpOpen;
+import openshell.isolation.SocketIdentity;
+import openshell.isolation.TcpDestination;
+import openshell.protocol.wire.DnsAnswer;
+import openshell.protocol.wire.DnsQuery;
+import openshell.protocol.wire.ExecutableFile;
+import openshell.protocol.wire.Identity;
+import openshell.protocol.wire.PendingConnection;
+import openshell.protocol.wire.PendingConnectionsRequest;
+import openshell.protocol.wire.RelayDecision;
+import openshell.protocol.wire.RelayDown;
+import openshell.protocol.wire.RelayUp;
+
+/**
+ * The runtime's mediation as the supervisor sees it: pending TCP opens arrive on the
+ * PendingConnections stream and each is decided on its own Relay stream (the first message is
+ * the decision); DNS queries arrive on the Dns stream and are answered on it. Anything that
+ * cannot be queued or decided is denied, never let through.
+ */
+final class RemoteMediation implements NetworkMediationSource {
+    /** Pending opens and DNS queries queued for the supervisor's accept loops, each. */
+    static final int MAX_QUEUED = 256;
+    /** Largest relay chunk sent in one message (one HTTP/2 frame). */
+    static final int MAX_CHUNK_BYTES = 16 * 1024;
+    private static final int EACCES = 13;
+    private static final int EAGAIN = 11;
+    private static final int ETIMEDOUT = 110;
+    private static final int ECANCELED = 125;
+
+    private final RemoteCalls calls;
+    private final BlockingQueue<PendingTcpOpen> opens = new ArrayBlockingQueue<>(MAX_QUEUED);
+    private final BlockingQueue<PendingDnsQuery> queries = new ArrayBlockingQueue<>(MAX_QUEUED);
+    private final AtomicBoolean open = new AtomicBoolean(true);
+    private final ClientCallStreamObserver<?> announcements;
+    private final StreamObserver<DnsAnswer> answers;
+
+    RemoteMediation(RemoteCalls calls) {
+        this.calls = calls;
+        java.util.concurrent.atomic.AtomicReference<ClientCallStreamObserver<?>> announcing = new java.util.concurrent.atomic.AtomicReference<>();
+        calls.async().pendingConnections(PendingConnectionsRequest.getDefaultInstance(),
+                new io.grpc.stub.ClientResponseObserver<PendingConnectionsRequest, PendingConnection>() {
+                    @Override
+                    public void beforeStart(ClientCallStreamObserver<PendingConnectionsRequest> requestStream) {
+                        announcing.set(requestStream);
+                    }
+
+                    @Override
+                    public void onNext(PendingConnection announced) {
+                        RemoteOpen pending = new RemoteOpen(announced);
+                        if (!open.get() || !opens.offer(pending)) {
+                            pending.deny(DenyReason.EXHAUSTED);
+                        }
+                    }
+
+                    @Override
+                    public void onError(Throwable t) {
+                        open.set(false);
+                    }
+
+                    @Override
+                    public void onCompleted() {
+                        open.set(false);
+                    }
+                });
+        this.announcements = announcing.get();
+        java.util.concurrent.atomic.AtomicReference<StreamObserver<DnsAnswer>> answering = new java.util.concurrent.atomic.AtomicReference<>();
+        answering.set(calls.async().dns(new StreamObserver<>() {
+            @Override
+            public void onNext(DnsQuery query) {
+                RemoteDnsQuery pending = new RemoteDnsQuery(query, answering::get);
+                if (!open.get() || !queries.offer(pending)) {
+                    pending.refuse(DenyReason.EXHAUSTED);
+                }
+            }
+
+            @Override
+            public void onError(Throwable t) {
+                open.set(false);
+            }
+
+            @Override
+            public void onCompleted() {
+                open.set(false);
+            }
+        }));
+        this.answers = answering.get();
+    }
+
+    @Override
+    public Optional<PendingTcpOpen> acceptTcp(Duration timeout) {
+        return take(opens, timeout);
+    }
+
+    @Override
+    public Optional<PendingDnsQuery> acceptDns(Duration timeout) {
+        return take(queries, timeout);
+    }
+
+    private <T> Optional<T> take(BlockingQueue<T> queue, Duration timeout) {
+        T next = queue.poll();
+        if (next != null) {
+            return Optional.of(next);
+        }
+        if (!open.get() && !calls.link().isOpen()) {
+            throw new BackendException(BackendException.Kind.UNAVAILABLE, "the mediation streams of the runtime are closed");
+        }
+        try {
+            return Optional.ofNullable(queue.poll(timeout.toNanos(), TimeUnit.NANOSECONDS));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return Optional.empty();
+        }
+    }
+
+    boolean live() {
+        return open.get() && calls.link().isOpen();
+    }
+
+    @Override
+    public void close() {
+        if (open.compareAndSet(true, false)) {
+            announcements.cancel("mediation closed", null);
+            synchronized (answers) {
+                answers.onCompleted();
+            }
+        }
+        List<PendingTcpOpen> left = new ArrayList<>();
+        opens.drainTo(left);
+        left.forEach(o -> o.deny(DenyReason.MEDIATION_UNAVAILABLE));
+        List<PendingDnsQuery> leftQueries = new ArrayList<>();
+        queries.drainTo(leftQueries);
+        leftQueries.forEach(q -> q.refuse(DenyReason.MEDIATION_UNAVAILABLE));
+    }
+
+    static IdentityResolution identity(boolean present, Identity identity, String unresolved) {
+        if (!present) {
+            return new IdentityResolution.Unresolved(unresolved.isBlank() ? "the runtime sent no identity" : unresolved);
+        }
+        try {
+            List<Executable> ancestors = identity.getAncestorsList().stream().map(RemoteMediation::executable).toList();
+            return new IdentityResolution.Resolved(new BinaryIdentity(executable(identity.getExecutable()), ancestors,
+                    identity.getCmdlineList()));
+        } catch (BackendException e) {
+            // A malformed identity from the runtime authorizes nothing.
+            return new IdentityResolution.Unresolved("malformed identity from the runtime: " + e.getMessage());
+        }
+    }
+
+    private static Executable executable(ExecutableFile file) {
+        return file.getSha256().isEmpty() ? Executable.of(file.getPath()) : Executable.of(file.getPath(), file.getSha256());
+    }
+
+    static int errno(DenyReason reason) {
+        return switch (reason) {
+            case POLICY, IDENTITY_UNRESOLVED -> EACCES;
+            case EXHAUSTED -> EAGAIN;
+            case MEDIATION_UNAVAILABLE -> ECANCELED;
+            case TIMEOUT -> ETIMEDOUT;
+        };
+    }
+
+    /** One announced connect, decided once on its own relay stream. */
+    private final class RemoteOpen implements PendingTcpOpen {
+        private final PendingConnection announced;
+        private final TcpDestination destination;
+        private final IdentityResolution identity;
+        private final SocketIdentity socket;
+        private final AtomicBoolean decided = new AtomicBoolean();
+
+        RemoteOpen(PendingConnection announced) {
+            this.announced = announced;
+            this.destination = new TcpDestination(address(announced), announced.getDestinationPort());
+            this.identity = RemoteMediation.identity(announced.hasIdentity(), announced.getIdentity(), announced.getUnresolvedReason());
+            this.socket = new SocketIdentity(announced.getSocketInode());
+        }
+
+        private static InetAddress address(PendingConnection announced) {
+            try {
+                return InetAddress.getByAddress(announced.getDestinationAddress().toByteArray());
+            } catch (UnknownHostException e) {
+                throw new BackendException(BackendException.Kind.INVALID, "the runtime announced a malformed address", e);
+            }
+        }
+
+        @Override
+        public TcpDestination destination() {
+            return destination;
+        }
+
+        @Override
+        public IdentityResolution identity() {
+            return identity;
+        }
+
+        @Override
+        public SocketIdentity socket() {
+            return socket;
+        }
+
+        private void decideOnce() {
+            if (!decided.compareAndSet(false, true)) {
+                throw new BackendException(BackendException.Kind.INVALID, "connection " + announced.getConnectionId() + " is already decided");
+            }
+        }
+
+        @Override
+        public ByteChannel allow() {
+            decideOnce();
+            InboundBytes input = new InboundBytes();
+            StreamObserver<RelayUp> up = calls.async().relay(new StreamObserver<>() {
+                @Override
+                public void onNext(RelayDown down) {
+                    switch (down.getKindCase()) {
+                    case DATA -> input.deliver(down.getData().toByteArray());
+                    case HALF_CLOSE -> input.end();
+                    default -> {
+                        // nothing else is defined
+                    }
+                    }
+                }
+
+                @Override
+                public void onError(Throwable t) {
+                    input.fail("relay failed: " + t.getMessage());
+                }
+
+                @Override
+                public void onCompleted() {
+                    input.end();
+                }
+            });
+            up.onNext(RelayUp.newBuilder().setDecision(RelayDecision.newBuilder()
+                    .setConnectionId(announced.getConnectionId()).setAllow(true)).build());
+            return new RelayBytes(up, input);
+        }
+
+        @Override
+        public void deny(DenyReason reason) {
+            decideOnce();
+            StreamObserver<RelayUp> up = calls.async().relay(new StreamObserver<>() {
+                @Override
+                public void onNext(RelayDown down) {
+                }
+
+                @Override
+                public void onError(Throwable t) {
+                }
+
+                @Override
+                public void onCompleted() {
+                }
+            });
+            up.onNext(RelayUp.newBuilder().setDecision(RelayDecision.newBuilder()
+                    .setConnectionId(announced.getConnectionId()).setAllow(false).setDenyErrno(errno(reason))).build());
+            up.onCompleted();
+        }
+    }
+
+    /** The supervisor's side of an allowed relay. */
+    private static final class RelayBytes implements ByteChannel {
+        private final StreamObserver<RelayUp> up;
+        private final InboundBytes input;
+        private final AtomicBoolean outputClosed = new AtomicBoolean();
+        private final AtomicBoolean closed = new AtomicBoolean();
+        private final OutputStream output;
+
+        RelayBytes(StreamObserver<RelayUp> up, InboundBytes input) {
+            this.up = up;
+            this.input = input;
+            this.output = new OutputStream() {
+                @Override
+                public void write(int b) throws IOException {
+                    write(new byte[] {(byte) b}, 0, 1);
+                }
+
+                @Override
+                public void write(byte[] b, int off, int len) throws IOException {
+                    if (outputClosed.get()) {
+                        throw new IOException("relay output closed");
+                    }
+                    for (int at = off; at < off + len; at += MAX_CHUNK_BYTES) {
+                        int n = Math.min(MAX_CHUNK_BYTES, off + len - at);
+                        synchronized (up) {
+                            up.onNext(RelayUp.newBuilder().setData(ByteString.copyFrom(b, at, n)).build());
+                        }
+                    }
+                }
+
+                @Override
+                public void close() {
+                    if (outputClosed.compareAndSet(false, true)) {
+                        synchronized (up) {
+                            up.onNext(RelayUp.newBuilder().setHalfClose(true).build());
+                            up.onCompleted();
+                        }
+                    }
+                }
+            };
+        }
+
+        @Override
+        public InputStream input() {
+            return input;
+        }
+
+        @Override
+        public OutputStream output() {
+            return output;
+        }
+
+        @Override
+        public void close() {
+            if (closed.compareAndSet(false, true)) {
+                if (outputClosed.compareAndSet(false, true)) {
+                    synchronized (up) {
+                        if (up instanceof ClientCallStreamObserver<RelayUp> call) {
+                            call.cancel("relay closed by the supervisor", null);
+                        } else {
+                            up.onCompleted();
+                        }
+                    }
+                }
+                input.end();
+            }
+        }
+    }
+
+    /** One DNS query, answered once on the DNS stream. */
+    private static final class RemoteDnsQuery implements PendingDnsQuery {
+        private final DnsQuery query;
+        private final java.util.function.Supplier<StreamObserver<DnsAnswer>> answers;
+        private final IdentityResolution identity;
+        private final AtomicBoolean answered = new AtomicBoolean();
+
+        // A supplier: the first query can arrive before the call that opened the stream returned.
+        RemoteDnsQuery(DnsQuery query, java.util.function.Supplier<StreamObserver<DnsAnswer>> answers) {
+            this.query = query;
+            this.answers = answers;
+            this.identity = RemoteMediation.identity(query.hasIdentity(), query.getIdentity(), query.getUnresolvedReason());
+        }
+
+        @Override
+        public byte[] query() {
+            return query.getMessage().toByteArray();
+        }
+
+        @Override
+        public IdentityResolution identity() {
+            return identity;
+        }
+
+        private void send(DnsAnswer answer) {
+            if (!answered.compareAndSet(false, true)) {
+                throw new BackendException(BackendException.Kind.INVALID, "DNS query " + query.getQueryId() + " is already answered");
+            }
+            StreamObserver<DnsAnswer> stream = answers.get();
+            if (stream == null) {
+                throw new BackendException(BackendException.Kind.UNAVAILABLE, "the DNS stream is not open yet");
+            }
+            synchronized (stream) {
+                stream.onNext(answer);
+            }
+        }
+
+        @Override
+        public void answer(byte[] response) {
+            if (response.length > MAX_MESSAGE_BYTES) {
+                throw new BackendException(BackendException.Kind.INVALID, "DNS answer larger than " + MAX_MESSAGE_BYTES + " bytes");
+            }
+            send(DnsAnswer.newBuilder().setQueryId(query.getQueryId()).setMessage(ByteString.copyFrom(response)).build());
+        }
+
+        @Override
+        public void refuse(DenyReason reason) {
+            send(DnsAnswer.newBuilder().setQueryId(query.getQueryId()).setError("refused")
+                    .setDenyReason(reason.name()).build());
+        }
+    }
+}
