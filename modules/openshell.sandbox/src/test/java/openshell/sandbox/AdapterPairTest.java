@@ -114,6 +114,32 @@ class AdapterPairTest {
         return registry.verify(TopologyDescriptor.of(OpenShellRuntimeBackend.KEY, new byte[0]), OpenShellRuntimeBackend.KEY);
     }
 
+    /** What attach -> mediation -> confirm -> startAgent gave. */
+    private record Started(NetworkMediationSource mediation, RunningBoundary running) {
+    }
+
+    /** Runs the lifecycle up to Running over the protocol, asserting each step on the way. */
+    private static Started start(SandboxRuntime control, Pair pair, PolicySnapshot policy, StartupProbes.Report report) {
+        OpenShellRuntimeBackend backend = OpenShellRuntimeBackend.over(d -> pair.supervisor.connect());
+        SandboxContext context = new SandboxContext(new SandboxId(SANDBOX), SandboxSessionId.fresh(), policy,
+                new AgentSpec(List.of("/usr/bin/sleep", "600"), Map.of("PATH", "/usr/bin:/bin"), "/"),
+                new WorkloadIdentity(TestSandbox.NOBODY, TestSandbox.NOBODY, List.of()));
+        BoundBoundary bound = backend.attach(descriptor(), context);
+        assertEquals(SandboxRuntime.State.ATTACHED, control.state());
+        NetworkMediationSource mediation = bound.mediation();
+        ReadyBoundary ready = bound.confirm();
+        assertTrue(ready.evidence().directEgressFailed());
+        assertEquals(report.kernel(), ready.evidence().kernel());
+        assertEquals(policy.sha256(), ready.evidence().policySha256());
+        assertTrue(ready.evidence().controls().stream().anyMatch(c -> c.mechanism().contains("Landlock ABI " + report.landlockAbi())),
+                ready.evidence().toString());
+        assertEquals(BackendException.Kind.INVALID, assertThrows(BackendException.class, bound::confirm).kind(),
+                "a consumed handle refuses");
+        RunningBoundary running = ready.startAgent();
+        assertTrue(running.running());
+        return new Started(mediation, running);
+    }
+
     @Test
     void attachMediationConfirmStartAgentAndExecWithSeparateOutputAndStatus() throws Exception {
         PolicySnapshot policy = PolicySnapshot.of(1, "version: 1\n".getBytes(StandardCharsets.UTF_8));
@@ -121,23 +147,9 @@ class AdapterPairTest {
             StartupProbes.Report report = StartupProbes.run(sandbox.network);
             try (SandboxRuntime control = new SandboxRuntime(report, sandbox.broker, ProcessTreeTest.tree(sandbox), policy.sha256());
                  Pair pair = new Pair(control)) {
-                OpenShellRuntimeBackend backend = OpenShellRuntimeBackend.over(d -> pair.supervisor.connect());
-                SandboxContext context = new SandboxContext(new SandboxId(SANDBOX), SandboxSessionId.fresh(), policy,
-                        new AgentSpec(List.of("/usr/bin/sleep", "600"), Map.of("PATH", "/usr/bin:/bin"), "/"),
-                        new WorkloadIdentity(TestSandbox.NOBODY, TestSandbox.NOBODY, List.of()));
-                BoundBoundary bound = backend.attach(descriptor(), context);
-                assertEquals(SandboxRuntime.State.ATTACHED, control.state());
-                NetworkMediationSource mediation = bound.mediation();
-                ReadyBoundary ready = bound.confirm();
-                assertTrue(ready.evidence().directEgressFailed());
-                assertEquals(report.kernel(), ready.evidence().kernel());
-                assertEquals(policy.sha256(), ready.evidence().policySha256());
-                assertTrue(ready.evidence().controls().stream().anyMatch(c -> c.mechanism().contains("Landlock ABI " + report.landlockAbi())),
-                        ready.evidence().toString());
-                assertEquals(BackendException.Kind.INVALID, assertThrows(BackendException.class, bound::confirm).kind(),
-                        "a consumed handle refuses");
-                RunningBoundary running = ready.startAgent();
-                assertTrue(running.running());
+                Started started = start(control, pair, policy, report);
+                NetworkMediationSource mediation = started.mediation();
+                RunningBoundary running = started.running();
 
                 try (ExecSession echo = running.exec().exec(ExecSpec.builder(List.of("/usr/bin/bash", "-c", "echo out-$0; echo err-$0 >&2; exit 7", "x"))
                         .environment(Map.of("PATH", "/usr/bin:/bin")).build())) {
@@ -162,23 +174,9 @@ class AdapterPairTest {
             StartupProbes.Report report = StartupProbes.run(sandbox.network);
             try (SandboxRuntime control = new SandboxRuntime(report, sandbox.broker, ProcessTreeTest.tree(sandbox), policy.sha256());
                  Pair pair = new Pair(control)) {
-                OpenShellRuntimeBackend backend = OpenShellRuntimeBackend.over(d -> pair.supervisor.connect());
-                SandboxContext context = new SandboxContext(new SandboxId(SANDBOX), SandboxSessionId.fresh(), policy,
-                        new AgentSpec(List.of("/usr/bin/sleep", "600"), Map.of("PATH", "/usr/bin:/bin"), "/"),
-                        new WorkloadIdentity(TestSandbox.NOBODY, TestSandbox.NOBODY, List.of()));
-                BoundBoundary bound = backend.attach(descriptor(), context);
-                assertEquals(SandboxRuntime.State.ATTACHED, control.state());
-                NetworkMediationSource mediation = bound.mediation();
-                ReadyBoundary ready = bound.confirm();
-                assertTrue(ready.evidence().directEgressFailed());
-                assertEquals(report.kernel(), ready.evidence().kernel());
-                assertEquals(policy.sha256(), ready.evidence().policySha256());
-                assertTrue(ready.evidence().controls().stream().anyMatch(c -> c.mechanism().contains("Landlock ABI " + report.landlockAbi())),
-                        ready.evidence().toString());
-                assertEquals(BackendException.Kind.INVALID, assertThrows(BackendException.class, bound::confirm).kind(),
-                        "a consumed handle refuses");
-                RunningBoundary running = ready.startAgent();
-                assertTrue(running.running());
+                Started started = start(control, pair, policy, report);
+                NetworkMediationSource mediation = started.mediation();
+                RunningBoundary running = started.running();
 
                 // One connect to an external address, announced over the protocol, allowed, relayed to a real upstream.
                 CompletableFuture<PendingTcpOpen> decided = CompletableFuture.supplyAsync(() -> {
