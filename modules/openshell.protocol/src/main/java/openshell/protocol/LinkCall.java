@@ -60,6 +60,7 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
     private final MethodDescriptor<Q, R> method;
     private final Semaphore demand = new Semaphore(0);
     private final AtomicBoolean finished = new AtomicBoolean();
+    private final AtomicBoolean uploadEnded = new AtomicBoolean();
     private final Object writeLock = new Object();
     private volatile Listener<R> listener;
     private volatile CallStream stream;
@@ -163,9 +164,26 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
         if (opened == null || finished.get()) {
             return;
         }
+        endUpload(opened);
+    }
+
+    // Ends the request half once. Also sent after the server's trailers: a stream is only
+    // closed, and its slot on the runtime freed, when both halves have ended (StreamRelease).
+    private void endUpload(CallStream opened) {
         synchronized (writeLock) {
-            opened.writeData(BufferData.empty(), true);
+            if (uploadEnded.compareAndSet(false, true)) {
+                opened.writeData(BufferData.empty(), true);
+            }
         }
+    }
+
+    private void serverEnded(CallStream opened, Headers trailers) {
+        try {
+            endUpload(opened);
+        } catch (RuntimeException e) {
+            // the link is failing; the call's outcome is already in the trailers
+        }
+        finish(status(trailers), metadata(trailers));
     }
 
     @Override
@@ -190,7 +208,9 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
         frame.writeInt32(payload.length);
         frame.write(payload);
         synchronized (writeLock) {
-            opened.writeData(frame, false);
+            if (!uploadEnded.get()) {
+                opened.writeData(frame, false);
+            }
         }
     }
 
@@ -214,7 +234,7 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
             }
             Headers first = headers.httpHeaders();
             if (first.contains(HeaderNames.create("grpc-status")) || !opened.hasEntity()) {
-                finish(status(first), metadata(first));
+                serverEnded(opened, first);
                 return;
             }
             Metadata initial = metadata(first);
@@ -222,8 +242,7 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
             byte[] pending = new byte[0];
             while (true) {
                 if (opened.trailers().isDone()) {
-                    Headers trailers = opened.trailers().join();
-                    finish(status(trailers), metadata(trailers));
+                    serverEnded(opened, opened.trailers().join());
                     return;
                 }
                 Http2FrameData frame;

@@ -89,7 +89,8 @@ public final class RuntimeEndpoint implements AutoCloseable {
                         .maxConcurrentStreams(ProtocolLimits.MAX_CONCURRENT_STREAMS)
                         .sendErrorDetails(false)
                         .build())
-                .addSubProtocolSelector(CallScope.around(GrpcProtocolSelector.create()))
+                // StreamRelease outermost: it must see the stream writer the gRPC handler gets.
+                .addSubProtocolSelector(StreamRelease.around(CallScope.around(GrpcProtocolSelector.create())))
                 .build();
         ListenerConfig listenerConfig = ListenerConfig.builder().name(name).build();
         MediaContext media = MediaContext.create();

@@ -3,6 +3,8 @@ package openshell.protocol;
 import java.io.IOException;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.AbstractExecutorService;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -40,7 +42,7 @@ final class ServedLink implements ConnectionContext {
     private final String id = "link-" + IDS.incrementAndGet();
     private final AtomicBoolean open = new AtomicBoolean(true);
     private final AtomicReference<Refusal> closedFor = new AtomicReference<>();
-    private volatile ExecutorService executor;
+    private volatile LinkExecutor executor;
     private volatile boolean promoted;
     private volatile long epoch;
     private volatile TlsSocket helidonSocket;
@@ -130,6 +132,12 @@ final class ServedLink implements ConnectionContext {
             } catch (IOException ignored) {
                 // closing: nothing left to report to
             }
+            // Helidon 4.1.7 does not end a stream task waiting for frames when its connection
+            // ends (nor one waiting for its call to close, see StreamRelease): end them here.
+            LinkExecutor running = executor;
+            if (running != null) {
+                running.interruptAll();
+            }
         }
     }
 
@@ -140,10 +148,15 @@ final class ServedLink implements ConnectionContext {
 
     @Override
     public ExecutorService executor() {
-        ExecutorService current = executor;
+        LinkExecutor current = executor;
         if (current == null) {
-            current = new LinkExecutor(endpoint.executor(), this);
-            executor = current;
+            synchronized (this) {
+                current = executor;
+                if (current == null) {
+                    current = new LinkExecutor(endpoint.executor(), this);
+                    executor = current;
+                }
+            }
         }
         return current;
     }
@@ -197,6 +210,7 @@ final class ServedLink implements ConnectionContext {
     private static final class LinkExecutor extends AbstractExecutorService {
         private final ExecutorService delegate;
         private final ServedLink link;
+        private final Set<Thread> running = ConcurrentHashMap.newKeySet();
 
         LinkExecutor(ExecutorService delegate, ServedLink link) {
             this.delegate = delegate;
@@ -206,13 +220,22 @@ final class ServedLink implements ConnectionContext {
         @Override
         public void execute(Runnable command) {
             delegate.execute(() -> {
+                Thread self = Thread.currentThread();
+                running.add(self);
                 CURRENT.set(link);
                 try {
-                    command.run();
+                    if (link.isOpen()) {
+                        command.run();
+                    }
                 } finally {
                     CURRENT.remove();
+                    running.remove(self);
                 }
             });
+        }
+
+        void interruptAll() {
+            running.forEach(Thread::interrupt);
         }
 
         @Override

@@ -4,7 +4,6 @@ import java.time.Duration;
 
 import com.google.protobuf.ByteString;
 import io.grpc.stub.StreamObserver;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -31,7 +30,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * passes on 4.5.0 (about 5-8 s per 3,000 calls on this machine); 4.5.0 does not resolve
  * helidon-security-jwt or helidon-dbclient-hikari from the mirror. Enable it with the upgrade.
  */
-@Disabled("issue 4: Helidon 4.1.7 gRPC server never frees a finished call's HTTP/2 stream slot; passes on 4.5.0")
 class LinkLifetimeTest {
     /** About three times the concurrent-stream bound: a leak of one slot per call cannot pass. */
     static final int CALLS = 3_000;
