@@ -61,6 +61,7 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
     private final Semaphore demand = new Semaphore(0);
     private final AtomicBoolean finished = new AtomicBoolean();
     private final AtomicBoolean uploadEnded = new AtomicBoolean();
+    private final AtomicBoolean holdsStream = new AtomicBoolean();
     private final Object writeLock = new Object();
     private volatile Listener<R> listener;
     private volatile CallStream stream;
@@ -88,11 +89,7 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
                 if (!finished.get()) {
                     CallStream opened = stream;
                     if (opened != null) {
-                        try {
-                            opened.cancel();
-                        } catch (RuntimeException ignored) {
-                            // the call ends either way
-                        }
+                        reset(opened);
                     }
                     finish(Status.DEADLINE_EXCEEDED.withDescription("deadline " + deadline + " passed"), new Metadata());
                 }
@@ -127,6 +124,12 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
                 .path("/" + method.getFullMethodName())
                 .scheme("https")
                 .authority(link.serverName());
+        if (!link.takeStream()) {
+            finish(Status.RESOURCE_EXHAUSTED.withDescription("the link has " + ProtocolLimits.MAX_CONCURRENT_STREAMS
+                    + " calls and streams open"), new Metadata());
+            return;
+        }
+        holdsStream.set(true);
         try {
             CallStream opened = new CallStream(link);
             stream = opened;
@@ -149,11 +152,7 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
     public void cancel(String message, Throwable cause) {
         CallStream opened = stream;
         if (opened != null && !finished.get()) {
-            try {
-                opened.cancel();
-            } catch (RuntimeException ignored) {
-                // the call ends either way
-            }
+            reset(opened);
         }
         finish(Status.CANCELLED.withDescription(message).withCause(cause), new Metadata());
     }
@@ -173,6 +172,21 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
         synchronized (writeLock) {
             if (uploadEnded.compareAndSet(false, true)) {
                 opened.writeData(BufferData.empty(), true);
+            }
+        }
+    }
+
+    // RST_STREAM only while the request half is open. After our END_STREAM the runtime frees
+    // the slot once its call ends; a reset arriving after Helidon 4.1.7 pruned the stream
+    // would be a connection error there (GOAWAY), closing the whole link.
+    private void reset(CallStream opened) {
+        synchronized (writeLock) {
+            if (uploadEnded.compareAndSet(false, true)) {
+                try {
+                    opened.cancel();
+                } catch (RuntimeException ignored) {
+                    // the call ends either way
+                }
             }
         }
     }
@@ -328,6 +342,9 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
             CallStream opened = stream;
             if (opened != null) {
                 opened.close();
+            }
+            if (holdsStream.compareAndSet(true, false)) {
+                link.returnStream();
             }
             Listener<R> target = listener;
             if (target != null) {

@@ -86,7 +86,9 @@ public final class RuntimeEndpoint implements AutoCloseable {
                 .http2Config(Http2Config.builder()
                         .initialWindowSize(ProtocolLimits.STREAM_WINDOW_BYTES)
                         .maxFrameSize(ProtocolLimits.MAX_FRAME_BYTES)
-                        .maxConcurrentStreams(ProtocolLimits.MAX_CONCURRENT_STREAMS)
+                        // The supervisor keeps to MAX_CONCURRENT_STREAMS; the slack absorbs slots freed
+                        // late, since past this Helidon 4.1.7 closes the link (GOAWAY), not the stream.
+                        .maxConcurrentStreams(ProtocolLimits.MAX_CONCURRENT_STREAMS + ProtocolLimits.STREAM_RELEASE_SLACK)
                         .sendErrorDetails(false)
                         .build())
                 // StreamRelease outermost: it must see the stream writer the gRPC handler gets.
