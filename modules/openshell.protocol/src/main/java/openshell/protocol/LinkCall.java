@@ -163,7 +163,11 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
         if (opened == null || finished.get()) {
             return;
         }
-        endUpload(opened);
+        try {
+            endUpload(opened);
+        } catch (RuntimeException e) {
+            finish(Status.UNAVAILABLE.withDescription("link failed: " + e.getMessage()).withCause(e), new Metadata());
+        }
     }
 
     // Ends the request half once. Also sent after the server's trailers: a stream is only
@@ -221,10 +225,15 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
         frame.write(0);
         frame.writeInt32(payload.length);
         frame.write(payload);
-        synchronized (writeLock) {
-            if (!uploadEnded.get()) {
-                opened.writeData(frame, false);
+        try {
+            synchronized (writeLock) {
+                if (!uploadEnded.get()) {
+                    opened.writeData(frame, false);
+                }
             }
+        } catch (RuntimeException e) {
+            // The link failed under us: the call fails, the caller's thread does not throw.
+            finish(Status.UNAVAILABLE.withDescription("link failed: " + e.getMessage()).withCause(e), new Metadata());
         }
     }
 

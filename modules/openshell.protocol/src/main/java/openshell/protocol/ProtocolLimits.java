@@ -11,6 +11,11 @@ public final class ProtocolLimits {
     public static final Duration HANDSHAKE_TIMEOUT = Duration.ofSeconds(5);
     /** Connections accepted but not yet authenticated; the oldest is evicted beyond it. */
     public static final int MAX_PRE_AUTH_CONNECTIONS = 32;
+    /**
+     * Streams a connection may open before its first valid token: past it the runtime closes
+     * the connection, so an unauthenticated peer cannot flood stream tasks (nor reset them).
+     */
+    public static final int MAX_PRE_AUTH_STREAMS = 16;
     /** Authenticated control connections held by one runtime endpoint. */
     public static final int MAX_CONTROL_CONNECTIONS = 128;
     /** Largest gRPC message on the control plane (bytes). */

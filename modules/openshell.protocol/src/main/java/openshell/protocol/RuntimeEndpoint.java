@@ -90,6 +90,11 @@ public final class RuntimeEndpoint implements AutoCloseable {
                         // late, since past this Helidon 4.1.7 closes the link (GOAWAY), not the stream.
                         .maxConcurrentStreams(ProtocolLimits.MAX_CONCURRENT_STREAMS + ProtocolLimits.STREAM_RELEASE_SLACK)
                         .sendErrorDetails(false)
+                        // Helidon 4.1.7 counts every cancelled gRPC stream as a "rapid reset" (gRPC
+                        // writes bypass the stream's write state) and never restarts its count
+                        // window, so its CVE-2023-44487 guard closes a link after 100 cancels in
+                        // its life. Unauthenticated peers are bounded by MAX_PRE_AUTH_STREAMS instead.
+                        .maxRapidResets(-1)
                         .build())
                 // StreamRelease outermost: it must see the stream writer the gRPC handler gets.
                 .addSubProtocolSelector(StreamRelease.around(CallScope.around(GrpcProtocolSelector.create())))

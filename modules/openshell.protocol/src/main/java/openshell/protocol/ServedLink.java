@@ -211,6 +211,7 @@ final class ServedLink implements ConnectionContext {
         private final ExecutorService delegate;
         private final ServedLink link;
         private final Set<Thread> running = ConcurrentHashMap.newKeySet();
+        private final java.util.concurrent.atomic.AtomicInteger preAuthStreams = new java.util.concurrent.atomic.AtomicInteger();
 
         LinkExecutor(ExecutorService delegate, ServedLink link) {
             this.delegate = delegate;
@@ -219,6 +220,11 @@ final class ServedLink implements ConnectionContext {
 
         @Override
         public void execute(Runnable command) {
+            // Helidon submits one task per new stream, on the connection thread: the count is exact.
+            if (!link.isPromoted() && preAuthStreams.incrementAndGet() > ProtocolLimits.MAX_PRE_AUTH_STREAMS) {
+                link.close(Refusal.CONNECTION_LIMIT);
+                throw new java.util.concurrent.RejectedExecutionException("link " + link + " is not authenticated");
+            }
             delegate.execute(() -> {
                 Thread self = Thread.currentThread();
                 running.add(self);

@@ -1,6 +1,8 @@
 package openshell.protocol;
 
+import java.time.Clock;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
@@ -21,13 +23,17 @@ import openshell.protocol.wire.RelayDown;
 import openshell.protocol.wire.RelayUp;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * {@link ProtocolLimits#MAX_CONCURRENT_STREAMS} at the bound: that many relay streams stay
+ * {@link ProtocolLimits#MAX_PRE_AUTH_STREAMS} at the bound: an unauthenticated link gets
+ * that many refused calls, and is closed at the next stream.
+ *
+ * <p>{@link ProtocolLimits#MAX_CONCURRENT_STREAMS} at the bound: that many relay streams stay
  * open together on one link; the next call is refused alone (RESOURCE_EXHAUSTED) while the
  * link and its open streams carry on; a finished stream's slot is usable again. (Without
  * the supervisor's own bound, Helidon 4.1.7's server answers one stream too many by closing
@@ -68,6 +74,32 @@ class StreamBoundTest {
             open.forEach(Relay::finish);
             assertTrue(confirm(link, "after"));
             assertTrue(link.isOpen());
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(Launch.Kind.class)
+    void anUnauthenticatedLinkIsClosedPastThePreAuthStreamBound(Launch.Kind kind) throws Exception {
+        try (Launch launch = new Launch(kind, Initiator.SUPERVISOR);
+             SupervisorLink link = launch.dialWith(new TokenSlot(new TokenPair("unused", "not-a-token", 1,
+                     Instant.now().plus(Duration.ofMinutes(30))), Clock.systemUTC()))) {
+            for (int i = 0; i < ProtocolLimits.MAX_PRE_AUTH_STREAMS; i++) {
+                int call = i;
+                StatusRuntimeException refused = assertThrows(StatusRuntimeException.class,
+                        () -> Launch.blocking(link).attach(Launch.attachRequest("pre-auth-" + call)));
+                assertEquals(Status.Code.UNAUTHENTICATED, refused.getStatus().getCode(), "call " + i);
+            }
+            assertTrue(link.isOpen());
+            StatusRuntimeException over = assertThrows(StatusRuntimeException.class,
+                    () -> Launch.blocking(link).attach(Launch.attachRequest("pre-auth-over")));
+            assertEquals(Status.Code.UNAVAILABLE, over.getStatus().getCode(), over.getStatus().toString());
+            link.closed().get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+            assertFalse(link.isOpen());
+            // The runtime still serves an authenticated supervisor.
+            try (SupervisorLink good = launch.link()) {
+                assertEquals(Launch.GENERATION,
+                        Launch.blocking(good).attach(Launch.attachRequest("good")).getRuntimeGeneration());
+            }
         }
     }
 
