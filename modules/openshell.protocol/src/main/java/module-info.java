@@ -48,9 +48,14 @@
  * <li>every cancelled gRPC stream counts as a "rapid reset" and the count never restarts,
  *     so Helidon's CVE-2023-44487 guard closed a link after 100 cancels: it is off, and
  *     unauthenticated links are bounded by their stream count instead;</li>
- * <li>RST_STREAM is not passed to the gRPC call: a runtime service does not learn that the
- *     supervisor cancelled, and the cancelled stream's task waits until the link closes
- *     (then it is interrupted). The supervisor sends no RST_STREAM once it ended its half.</li>
+ * <li>RST_STREAM is not passed to the gRPC call, and the reset stream's task waits for
+ *     request data forever: {@code ResetTap} sees the supervisor's resets in the bytes
+ *     Helidon reads and ends the stream's request half just before each, so the task wakes
+ *     and {@code CancelBridge} cancels the call ({@code onCancel}, {@code isCancelled()});
+ *     nothing more is written on the stream. The supervisor sends no RST_STREAM once it
+ *     ended its half, and keeps a reset stream known for a few seconds, since Helidon's
+ *     client fails its connection on frames for a stream it no longer knows;</li>
+ * <li>stream tasks still waiting when a link closes are interrupted.</li>
  * </ul>
  *
  * <h2>Tokens</h2>

@@ -39,6 +39,7 @@ import io.helidon.webclient.http2.StreamTimeoutException;
 final class LinkCall<Q, R> extends ClientCall<Q, R> {
     private static final Duration POLL = Duration.ofMillis(200);
     private static final Duration HEADER_WAIT = Duration.ofMillis(200);
+    private static final Duration RESET_GRACE = Duration.ofSeconds(5);
     private static final Http2StreamConfig STREAM_CONFIG = new Http2StreamConfig() {
         @Override
         public boolean priorKnowledge() {
@@ -62,6 +63,7 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
     private final AtomicBoolean finished = new AtomicBoolean();
     private final AtomicBoolean uploadEnded = new AtomicBoolean();
     private final AtomicBoolean holdsStream = new AtomicBoolean();
+    private final AtomicBoolean resetSent = new AtomicBoolean();
     private final Object writeLock = new Object();
     private volatile Listener<R> listener;
     private volatile CallStream stream;
@@ -186,6 +188,7 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
     private void reset(CallStream opened) {
         synchronized (writeLock) {
             if (uploadEnded.compareAndSet(false, true)) {
+                resetSent.set(true);
                 try {
                     opened.cancel();
                 } catch (RuntimeException ignored) {
@@ -350,7 +353,13 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
         if (finished.compareAndSet(false, true)) {
             CallStream opened = stream;
             if (opened != null) {
-                opened.close();
+                if (resetSent.get()) {
+                    // Frames the runtime sent before it saw the reset may still come; Helidon
+                    // 4.1.7's client fails the whole connection on frames for a stream it forgot.
+                    link.schedule(RESET_GRACE, opened::close);
+                } else {
+                    opened.close();
+                }
             }
             if (holdsStream.compareAndSet(true, false)) {
                 link.returnStream();

@@ -79,7 +79,8 @@ public final class RuntimeEndpoint implements AutoCloseable {
         GrpcRouting.Builder grpc = GrpcRouting.builder();
         BearerCheck bearer = new BearerCheck(this);
         MessageBound bound = new MessageBound();
-        builder.services.forEach(service -> grpc.service(ServerInterceptors.intercept(service, bound, bearer)));
+        CancelBridge cancels = new CancelBridge();
+        builder.services.forEach(service -> grpc.service(ServerInterceptors.intercept(service, bound, bearer, cancels)));
         this.router = Router.builder().addRouting(grpc).build();
         this.router.beforeStart();
         this.http2 = Http2ConnectionSelector.builder()
@@ -285,6 +286,11 @@ public final class RuntimeEndpoint implements AutoCloseable {
         } catch (java.util.concurrent.RejectedExecutionException e) {
             // endpoint closing: the link is closed with it
         }
+    }
+
+    /** Stream tasks running on all links right now. */
+    int streamTasks() {
+        return links.stream().mapToInt(ServedLink::streamTasks).sum();
     }
 
     void forget(ServedLink link) {

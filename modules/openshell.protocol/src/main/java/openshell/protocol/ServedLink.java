@@ -47,6 +47,9 @@ final class ServedLink implements ConnectionContext {
     private volatile long epoch;
     private volatile TlsSocket helidonSocket;
     private volatile DataReader reader;
+    // Streams served by StreamRelease, and resets seen before their stream started.
+    private final java.util.Map<Integer, StreamRelease> streams = new ConcurrentHashMap<>();
+    private final Set<Integer> earlyResets = ConcurrentHashMap.newKeySet();
     private volatile SocketWriter writer;
 
     ServedLink(RuntimeEndpoint endpoint, ChannelSocket socket) {
@@ -71,7 +74,7 @@ final class ServedLink implements ConnectionContext {
             });
             SSLSocket tls = LinkSecurity.serve(endpoint.sslContext(), endpoint.serverName(), socket);
             helidonSocket = TlsSocket.server(tls, id, endpoint.name());
-            reader = new DataReader(helidonSocket);
+            reader = new DataReader(new ResetTap(helidonSocket, this::reset));
             writer = SocketWriter.create(helidonSocket);
             ServerConnection connection = endpoint.http2().connection(this);
             // No request limit of our own here: the bounds are per link (census, HTTP/2 settings).
@@ -88,6 +91,32 @@ final class ServedLink implements ConnectionContext {
             CURRENT.remove();
             close(Refusal.TRANSPORT_FAILED);
         }
+    }
+
+    void register(int streamId, StreamRelease stream) {
+        streams.put(streamId, stream);
+        if (earlyResets.remove(streamId)) {
+            stream.cancelPending();
+        }
+    }
+
+    void unregister(int streamId, StreamRelease stream) {
+        streams.remove(streamId, stream);
+    }
+
+    // ResetTap, on the connection thread: exactly one of this and register() hands it over.
+    private void reset(int streamId) {
+        earlyResets.add(streamId);
+        StreamRelease stream = streams.get(streamId);
+        if (stream != null && earlyResets.remove(streamId)) {
+            stream.cancelPending();
+        }
+    }
+
+    /** Stream tasks running on this link right now (waiting ones included). */
+    int streamTasks() {
+        LinkExecutor running = executor;
+        return running == null ? 0 : running.running.size();
     }
 
     /** Called by the bearer check after the first valid token. */

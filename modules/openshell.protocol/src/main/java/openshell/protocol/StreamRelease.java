@@ -48,12 +48,39 @@ import io.helidon.webserver.http2.spi.SubProtocolResult;
  * handed to the finished call. Only public SPI is used.
  */
 final class StreamRelease implements Http2SubProtocolSelector.SubProtocolHandler {
+    private static final ThreadLocal<StreamRelease> CURRENT = new ThreadLocal<>();
+
     private final CountDownLatch localEnd = new CountDownLatch(1);
+    private final ServedLink link;
+    private final int streamId;
     private volatile Http2SubProtocolSelector.SubProtocolHandler call;
     private volatile boolean remoteEnded;
     private volatile boolean reset;
+    private volatile boolean cancelPending;
+    private volatile boolean callEnded;
+    private volatile Runnable onCancel = () -> { };
 
-    private StreamRelease() {
+    private StreamRelease(ServedLink link, int streamId) {
+        this.link = link;
+        this.streamId = streamId;
+    }
+
+    /** The stream whose call is starting on this thread (for {@link CancelBridge}). */
+    static java.util.Optional<StreamRelease> current() {
+        return java.util.Optional.ofNullable(CURRENT.get());
+    }
+
+    void onCancel(Runnable hook) {
+        onCancel = hook;
+    }
+
+    /**
+     * The supervisor reset this stream ({@link ResetTap}, on the connection thread): the
+     * request data still queued is dropped, the call is cancelled when the END_STREAM the
+     * tap added reaches it, and the runtime writes nothing more on the stream.
+     */
+    void cancelPending() {
+        cancelPending = true;
     }
 
     /** Wraps a sub-protocol selector (Helidon's gRPC one) so each stream it serves is released when done. */
@@ -61,25 +88,36 @@ final class StreamRelease implements Http2SubProtocolSelector.SubProtocolHandler
         return (ConnectionContext ctx, HttpPrologue prologue, Http2Headers headers, Http2StreamWriter writer,
                 int streamId, Http2Settings serverSettings, Http2Settings clientSettings, StreamFlowControl flowControl,
                 Http2StreamState state, Router router) -> {
-            StreamRelease release = new StreamRelease();
+            StreamRelease release = new StreamRelease(ctx instanceof ServedLink link ? link : null, streamId);
             SubProtocolResult result = selector.subProtocol(ctx, prologue, headers, release.new EndWatch(writer, streamId),
                     streamId, serverSettings, clientSettings, flowControl, state, router);
             if (!result.supported()) {
                 return result;
             }
             release.call = result.subProtocol();
+            if (release.link != null) {
+                release.link.register(streamId, release);
+            }
             return new SubProtocolResult(true, release);
         };
     }
 
     @Override
     public void init() {
-        call.init();
+        CURRENT.set(this);
+        try {
+            call.init();
+        } finally {
+            CURRENT.remove();
+        }
     }
 
     @Override
     public Http2StreamState streamState() {
         if (reset || (remoteEnded && localEnd.getCount() == 0)) {
+            if (link != null) {
+                link.unregister(streamId, this);
+            }
             return Http2StreamState.CLOSED;
         }
         // Never HALF_CLOSED_LOCAL: Helidon would leave its read loop and keep the slot.
@@ -103,6 +141,19 @@ final class StreamRelease implements Http2SubProtocolSelector.SubProtocolHandler
     public void data(Http2FrameHeader header, BufferData data) {
         boolean end = header.flags(Http2FrameTypes.DATA).endOfStream();
         if (reset) {
+            return;
+        }
+        if (cancelPending) {
+            // Request data after a reset has nobody to go to; the END_STREAM is ResetTap's.
+            if (end) {
+                reset = true;
+                remoteEnded = true;
+                localEnd.countDown();
+                if (!callEnded) {
+                    // A call that had already closed was not cancelled.
+                    onCancel.run();
+                }
+            }
             return;
         }
         if (localEnd.getCount() == 0) {
@@ -135,8 +186,18 @@ final class StreamRelease implements Http2SubProtocolSelector.SubProtocolHandler
             this.streamId = streamId;
         }
 
+        // After the supervisor's reset nothing more goes out on the stream: the supervisor
+        // has forgotten it, and Helidon 4.1.7's client fails its connection on frames for
+        // streams it does not know.
+        private boolean silenced() {
+            return cancelPending;
+        }
+
         @Override
         public void write(Http2FrameData frame) {
+            if (silenced()) {
+                return;
+            }
             try {
                 writer.write(frame);
             } finally {
@@ -150,10 +211,15 @@ final class StreamRelease implements Http2SubProtocolSelector.SubProtocolHandler
 
         @Override
         public void writeData(Http2FrameData frame, FlowControl.Outbound flowControl) {
+            if (silenced()) {
+                localEnd.countDown();
+                return;
+            }
             try {
                 writer.writeData(frame, flowControl);
             } finally {
                 if (frame.header().flags(Http2FrameTypes.DATA).endOfStream()) {
+                    callEnded = true;
                     localEnd.countDown();
                 }
             }
@@ -162,10 +228,15 @@ final class StreamRelease implements Http2SubProtocolSelector.SubProtocolHandler
         @Override
         public int writeHeaders(Http2Headers headers, int id, Http2Flag.HeaderFlags flags,
                 FlowControl.Outbound flowControl) {
+            if (silenced()) {
+                localEnd.countDown();
+                return 0;
+            }
             try {
                 return writer.writeHeaders(headers, id, flags, flowControl);
             } finally {
                 if (flags.endOfStream()) {
+                    callEnded = true;
                     localEnd.countDown();
                 }
             }
@@ -174,10 +245,15 @@ final class StreamRelease implements Http2SubProtocolSelector.SubProtocolHandler
         @Override
         public int writeHeaders(Http2Headers headers, int id, Http2Flag.HeaderFlags flags, Http2FrameData dataFrame,
                 FlowControl.Outbound flowControl) {
+            if (silenced()) {
+                localEnd.countDown();
+                return 0;
+            }
             try {
                 return writer.writeHeaders(headers, id, flags, dataFrame, flowControl);
             } finally {
                 if (flags.endOfStream() || dataFrame.header().flags(Http2FrameTypes.DATA).endOfStream()) {
+                    callEnded = true;
                     localEnd.countDown();
                 }
             }

@@ -69,6 +69,15 @@ class LinkLifetimeTest {
         }
     }
 
+    private static void pause() {
+        try {
+            Thread.sleep(10);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError(e);
+        }
+    }
+
     @ParameterizedTest
     @EnumSource(Launch.Kind.class)
     void streamsTheRuntimeEndsOrTheSupervisorCancelsAlsoGiveTheirSlotBack(Launch.Kind kind) {
@@ -96,6 +105,14 @@ class LinkLifetimeTest {
                         "cancelled stream " + i);
             }
             assertEquals(0, link.openStreams());
+            // The runtime's service was told of every cancel, and no stream task is left waiting.
+            long deadline = System.nanoTime() + STREAM_WAIT.toNanos();
+            while ((launch.service.relayCancels.get() < ENDINGS || launch.runtime.streamTasks() > 0)
+                    && System.nanoTime() < deadline) {
+                pause();
+            }
+            assertEquals(ENDINGS, launch.service.relayCancels.get());
+            assertEquals(0, launch.runtime.streamTasks());
             assertTrue(Launch.blocking(link).confirm(RequestDigest.stamp(
                     ConfirmRequest.newBuilder().setPolicyDigest("p").build(), "after-endings")).getConfirmed());
             assertTrue(link.isOpen());
