@@ -31,10 +31,32 @@
  * {@code Http2ConnectionSelector} with Helidon's gRPC sub-protocol and a {@code GrpcRouting}
  * of grpc-java {@code BindableService}s; on the supervisor side each link is one Helidon
  * {@code Http2ClientConnection} and calls are its streams, exposed as a grpc-java
- * {@code Channel} for generated stubs. Two Helidon 4.1.7 defects are worked around here:
- * server-side {@code Metadata} carries header names instead of values (the bearer token is
- * read from the HTTP/2 headers in front of the gRPC selector), and custom trailer metadata
- * cannot be sent (refusal reasons lead the status description instead).
+ * {@code Channel} for generated stubs. Helidon 4.1.7 defects worked around here:
+ * <ul>
+ * <li>server-side {@code Metadata} carries header names instead of values: the bearer token
+ *     is read from the HTTP/2 headers in front of the gRPC selector ({@code CallScope});</li>
+ * <li>custom trailer metadata cannot be sent: refusal reasons lead the status description;</li>
+ * <li>a finished gRPC call never frees its HTTP/2 stream slot ({@code GrpcProtocolHandler}
+ *     reports HALF_CLOSED_LOCAL, so {@code Http2ServerStream} never reaches CLOSED and
+ *     {@code Http2Connection} never removes it), which ended a link after about 1,024
+ *     calls and streams: {@code StreamRelease} tracks both halves of each stream and reports
+ *     CLOSED once both ended, and the supervisor always ends its half, also after the
+ *     runtime's trailers (fixed upstream in 4.5.0);</li>
+ * <li>one stream past the server's limit closes the whole connection (REFUSED_STREAM is
+ *     raised as a connection error): the supervisor keeps to its own bound, below the
+ *     runtime's by a slack;</li>
+ * <li>every cancelled gRPC stream counts as a "rapid reset" and the count never restarts,
+ *     so Helidon's CVE-2023-44487 guard closed a link after 100 cancels: it is off, and
+ *     unauthenticated links are bounded by their stream count instead;</li>
+ * <li>RST_STREAM is not passed to the gRPC call, and the reset stream's task waits for
+ *     request data forever: {@code ResetTap} sees the supervisor's resets in the bytes
+ *     Helidon reads and ends the stream's request half just before each, so the task wakes
+ *     and {@code CancelBridge} cancels the call ({@code onCancel}, {@code isCancelled()});
+ *     nothing more is written on the stream. The supervisor sends no RST_STREAM once it
+ *     ended its half, and keeps a reset stream known for a few seconds, since Helidon's
+ *     client fails its connection on frames for a stream it no longer knows;</li>
+ * <li>stream tasks still waiting when a link closes are interrupted.</li>
+ * </ul>
  *
  * <h2>Tokens</h2>
  * ES256 (P-256), not EdDSA: helidon-security-jwt 4.1.7 has no OKP key type, so it can
@@ -58,10 +80,16 @@
  *     <td>a stream's sender blocks until its reader consumes</td></tr>
  * <tr><td>MAX_FRAME_BYTES</td><td>16 KiB</td><td>both ends</td>
  *     <td>bulk data is split so one frame never holds the writer long</td></tr>
- * <tr><td>MAX_CONCURRENT_STREAMS</td><td>1024</td><td>runtime</td>
- *     <td>HTTP/2 refuses further streams on the link. Helidon 4.1.7's gRPC server never frees
- *     the slot of a finished call (it writes trailers past its stream bookkeeping), so today
- *     a link carries about this many calls and streams in its whole life, then fails.</td></tr>
+ * <tr><td>MAX_PRE_AUTH_STREAMS</td><td>16</td><td>runtime link</td>
+ *     <td>a link without a valid token yet is closed (CONNECTION_LIMIT) when it opens one
+ *     more stream</td></tr>
+ * <tr><td>MAX_CONCURRENT_STREAMS</td><td>1024</td><td>supervisor link</td>
+ *     <td>calls and streams open at once; the next call fails alone with RESOURCE_EXHAUSTED,
+ *     the link and its streams carry on. Finished streams free their slot: a link carries
+ *     any number of calls and streams in its life.</td></tr>
+ * <tr><td>STREAM_RELEASE_SLACK</td><td>256</td><td>runtime (HTTP/2 settings)</td>
+ *     <td>the runtime admits MAX_CONCURRENT_STREAMS plus this, for slots freed just after the
+ *     supervisor saw the stream end; past it Helidon closes the link</td></tr>
  * <tr><td>KEEPALIVE_INTERVAL</td><td>5 s</td><td>supervisor link</td>
  *     <td>an HTTP/2 PING after this much read silence</td></tr>
  * <tr><td>KEEPALIVE_TIMEOUT</td><td>10 s</td><td>both ends</td>

@@ -39,6 +39,7 @@ import io.helidon.webclient.http2.StreamTimeoutException;
 final class LinkCall<Q, R> extends ClientCall<Q, R> {
     private static final Duration POLL = Duration.ofMillis(200);
     private static final Duration HEADER_WAIT = Duration.ofMillis(200);
+    private static final Duration RESET_GRACE = Duration.ofSeconds(5);
     private static final Http2StreamConfig STREAM_CONFIG = new Http2StreamConfig() {
         @Override
         public boolean priorKnowledge() {
@@ -60,6 +61,9 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
     private final MethodDescriptor<Q, R> method;
     private final Semaphore demand = new Semaphore(0);
     private final AtomicBoolean finished = new AtomicBoolean();
+    private final AtomicBoolean uploadEnded = new AtomicBoolean();
+    private final AtomicBoolean holdsStream = new AtomicBoolean();
+    private final AtomicBoolean resetSent = new AtomicBoolean();
     private final Object writeLock = new Object();
     private volatile Listener<R> listener;
     private volatile CallStream stream;
@@ -87,11 +91,7 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
                 if (!finished.get()) {
                     CallStream opened = stream;
                     if (opened != null) {
-                        try {
-                            opened.cancel();
-                        } catch (RuntimeException ignored) {
-                            // the call ends either way
-                        }
+                        reset(opened);
                     }
                     finish(Status.DEADLINE_EXCEEDED.withDescription("deadline " + deadline + " passed"), new Metadata());
                 }
@@ -126,6 +126,12 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
                 .path("/" + method.getFullMethodName())
                 .scheme("https")
                 .authority(link.serverName());
+        if (!link.takeStream()) {
+            finish(Status.RESOURCE_EXHAUSTED.withDescription("the link has " + ProtocolLimits.MAX_CONCURRENT_STREAMS
+                    + " calls and streams open"), new Metadata());
+            return;
+        }
+        holdsStream.set(true);
         try {
             CallStream opened = new CallStream(link);
             stream = opened;
@@ -148,11 +154,7 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
     public void cancel(String message, Throwable cause) {
         CallStream opened = stream;
         if (opened != null && !finished.get()) {
-            try {
-                opened.cancel();
-            } catch (RuntimeException ignored) {
-                // the call ends either way
-            }
+            reset(opened);
         }
         finish(Status.CANCELLED.withDescription(message).withCause(cause), new Metadata());
     }
@@ -163,9 +165,46 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
         if (opened == null || finished.get()) {
             return;
         }
-        synchronized (writeLock) {
-            opened.writeData(BufferData.empty(), true);
+        try {
+            endUpload(opened);
+        } catch (RuntimeException e) {
+            finish(Status.UNAVAILABLE.withDescription("link failed: " + e.getMessage()).withCause(e), new Metadata());
         }
+    }
+
+    // Ends the request half once. Also sent after the server's trailers: a stream is only
+    // closed, and its slot on the runtime freed, when both halves have ended (StreamRelease).
+    private void endUpload(CallStream opened) {
+        synchronized (writeLock) {
+            if (uploadEnded.compareAndSet(false, true)) {
+                opened.writeData(BufferData.empty(), true);
+            }
+        }
+    }
+
+    // RST_STREAM only while the request half is open. After our END_STREAM the runtime frees
+    // the slot once its call ends; a reset arriving after Helidon 4.1.7 pruned the stream
+    // would be a connection error there (GOAWAY), closing the whole link.
+    private void reset(CallStream opened) {
+        synchronized (writeLock) {
+            if (uploadEnded.compareAndSet(false, true)) {
+                resetSent.set(true);
+                try {
+                    opened.cancel();
+                } catch (RuntimeException ignored) {
+                    // the call ends either way
+                }
+            }
+        }
+    }
+
+    private void serverEnded(CallStream opened, Headers trailers) {
+        try {
+            endUpload(opened);
+        } catch (RuntimeException e) {
+            // the link is failing; the call's outcome is already in the trailers
+        }
+        finish(status(trailers), metadata(trailers));
     }
 
     @Override
@@ -189,8 +228,15 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
         frame.write(0);
         frame.writeInt32(payload.length);
         frame.write(payload);
-        synchronized (writeLock) {
-            opened.writeData(frame, false);
+        try {
+            synchronized (writeLock) {
+                if (!uploadEnded.get()) {
+                    opened.writeData(frame, false);
+                }
+            }
+        } catch (RuntimeException e) {
+            // The link failed under us: the call fails, the caller's thread does not throw.
+            finish(Status.UNAVAILABLE.withDescription("link failed: " + e.getMessage()).withCause(e), new Metadata());
         }
     }
 
@@ -214,7 +260,7 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
             }
             Headers first = headers.httpHeaders();
             if (first.contains(HeaderNames.create("grpc-status")) || !opened.hasEntity()) {
-                finish(status(first), metadata(first));
+                serverEnded(opened, first);
                 return;
             }
             Metadata initial = metadata(first);
@@ -222,8 +268,7 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
             byte[] pending = new byte[0];
             while (true) {
                 if (opened.trailers().isDone()) {
-                    Headers trailers = opened.trailers().join();
-                    finish(status(trailers), metadata(trailers));
+                    serverEnded(opened, opened.trailers().join());
                     return;
                 }
                 Http2FrameData frame;
@@ -308,7 +353,16 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
         if (finished.compareAndSet(false, true)) {
             CallStream opened = stream;
             if (opened != null) {
-                opened.close();
+                if (resetSent.get()) {
+                    // Frames the runtime sent before it saw the reset may still come; Helidon
+                    // 4.1.7's client fails the whole connection on frames for a stream it forgot.
+                    link.schedule(RESET_GRACE, opened::close);
+                } else {
+                    opened.close();
+                }
+            }
+            if (holdsStream.compareAndSet(true, false)) {
+                link.returnStream();
             }
             Listener<R> target = listener;
             if (target != null) {

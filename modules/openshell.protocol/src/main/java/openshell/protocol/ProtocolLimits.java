@@ -11,6 +11,11 @@ public final class ProtocolLimits {
     public static final Duration HANDSHAKE_TIMEOUT = Duration.ofSeconds(5);
     /** Connections accepted but not yet authenticated; the oldest is evicted beyond it. */
     public static final int MAX_PRE_AUTH_CONNECTIONS = 32;
+    /**
+     * Streams a connection may open before its first valid token: past it the runtime closes
+     * the connection, so an unauthenticated peer cannot flood stream tasks (nor reset them).
+     */
+    public static final int MAX_PRE_AUTH_STREAMS = 16;
     /** Authenticated control connections held by one runtime endpoint. */
     public static final int MAX_CONTROL_CONNECTIONS = 128;
     /** Largest gRPC message on the control plane (bytes). */
@@ -19,8 +24,17 @@ public final class ProtocolLimits {
     public static final int STREAM_WINDOW_BYTES = 1024 * 1024;
     /** HTTP/2 frame size: bounds how long one bulk frame holds the connection writer. */
     public static final int MAX_FRAME_BYTES = 16 * 1024;
-    /** Concurrent HTTP/2 streams per connection (relays, process I/O, DNS, control). */
+    /**
+     * Calls and streams open at once on one link (relays, process I/O, DNS, control); the
+     * supervisor fails the next call with RESOURCE_EXHAUSTED rather than open it.
+     */
     public static final int MAX_CONCURRENT_STREAMS = 1024;
+    /**
+     * Extra streams the runtime's HTTP/2 connection admits beyond {@link #MAX_CONCURRENT_STREAMS}:
+     * the runtime frees a finished stream's slot a moment after the supervisor has seen it end,
+     * and Helidon 4.1.7 closes the whole connection (not just the stream) past its limit.
+     */
+    public static final int STREAM_RELEASE_SLACK = 256;
     /** The supervisor pings when the connection was quiet this long. */
     public static final Duration KEEPALIVE_INTERVAL = Duration.ofSeconds(5);
     /** A connection with nothing read for this long is declared lost and closed. */

@@ -79,17 +79,26 @@ public final class RuntimeEndpoint implements AutoCloseable {
         GrpcRouting.Builder grpc = GrpcRouting.builder();
         BearerCheck bearer = new BearerCheck(this);
         MessageBound bound = new MessageBound();
-        builder.services.forEach(service -> grpc.service(ServerInterceptors.intercept(service, bound, bearer)));
+        CancelBridge cancels = new CancelBridge();
+        builder.services.forEach(service -> grpc.service(ServerInterceptors.intercept(service, bound, bearer, cancels)));
         this.router = Router.builder().addRouting(grpc).build();
         this.router.beforeStart();
         this.http2 = Http2ConnectionSelector.builder()
                 .http2Config(Http2Config.builder()
                         .initialWindowSize(ProtocolLimits.STREAM_WINDOW_BYTES)
                         .maxFrameSize(ProtocolLimits.MAX_FRAME_BYTES)
-                        .maxConcurrentStreams(ProtocolLimits.MAX_CONCURRENT_STREAMS)
+                        // The supervisor keeps to MAX_CONCURRENT_STREAMS; the slack absorbs slots freed
+                        // late, since past this Helidon 4.1.7 closes the link (GOAWAY), not the stream.
+                        .maxConcurrentStreams(ProtocolLimits.MAX_CONCURRENT_STREAMS + ProtocolLimits.STREAM_RELEASE_SLACK)
                         .sendErrorDetails(false)
+                        // Helidon 4.1.7 counts every cancelled gRPC stream as a "rapid reset" (gRPC
+                        // writes bypass the stream's write state) and never restarts its count
+                        // window, so its CVE-2023-44487 guard closes a link after 100 cancels in
+                        // its life. Unauthenticated peers are bounded by MAX_PRE_AUTH_STREAMS instead.
+                        .maxRapidResets(-1)
                         .build())
-                .addSubProtocolSelector(CallScope.around(GrpcProtocolSelector.create()))
+                // StreamRelease outermost: it must see the stream writer the gRPC handler gets.
+                .addSubProtocolSelector(StreamRelease.around(CallScope.around(GrpcProtocolSelector.create())))
                 .build();
         ListenerConfig listenerConfig = ListenerConfig.builder().name(name).build();
         MediaContext media = MediaContext.create();
@@ -277,6 +286,11 @@ public final class RuntimeEndpoint implements AutoCloseable {
         } catch (java.util.concurrent.RejectedExecutionException e) {
             // endpoint closing: the link is closed with it
         }
+    }
+
+    /** Stream tasks running on all links right now. */
+    int streamTasks() {
+        return links.stream().mapToInt(ServedLink::streamTasks).sum();
     }
 
     void forget(ServedLink link) {

@@ -3,6 +3,8 @@ package openshell.protocol;
 import java.io.IOException;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.AbstractExecutorService;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -40,11 +42,14 @@ final class ServedLink implements ConnectionContext {
     private final String id = "link-" + IDS.incrementAndGet();
     private final AtomicBoolean open = new AtomicBoolean(true);
     private final AtomicReference<Refusal> closedFor = new AtomicReference<>();
-    private volatile ExecutorService executor;
+    private volatile LinkExecutor executor;
     private volatile boolean promoted;
     private volatile long epoch;
     private volatile TlsSocket helidonSocket;
     private volatile DataReader reader;
+    // Streams served by StreamRelease, and resets seen before their stream started.
+    private final java.util.Map<Integer, StreamRelease> streams = new ConcurrentHashMap<>();
+    private final Set<Integer> earlyResets = ConcurrentHashMap.newKeySet();
     private volatile SocketWriter writer;
 
     ServedLink(RuntimeEndpoint endpoint, ChannelSocket socket) {
@@ -69,7 +74,7 @@ final class ServedLink implements ConnectionContext {
             });
             SSLSocket tls = LinkSecurity.serve(endpoint.sslContext(), endpoint.serverName(), socket);
             helidonSocket = TlsSocket.server(tls, id, endpoint.name());
-            reader = new DataReader(helidonSocket);
+            reader = new DataReader(new ResetTap(helidonSocket, this::reset));
             writer = SocketWriter.create(helidonSocket);
             ServerConnection connection = endpoint.http2().connection(this);
             // No request limit of our own here: the bounds are per link (census, HTTP/2 settings).
@@ -86,6 +91,32 @@ final class ServedLink implements ConnectionContext {
             CURRENT.remove();
             close(Refusal.TRANSPORT_FAILED);
         }
+    }
+
+    void register(int streamId, StreamRelease stream) {
+        streams.put(streamId, stream);
+        if (earlyResets.remove(streamId)) {
+            stream.cancelPending();
+        }
+    }
+
+    void unregister(int streamId, StreamRelease stream) {
+        streams.remove(streamId, stream);
+    }
+
+    // ResetTap, on the connection thread: exactly one of this and register() hands it over.
+    private void reset(int streamId) {
+        earlyResets.add(streamId);
+        StreamRelease stream = streams.get(streamId);
+        if (stream != null && earlyResets.remove(streamId)) {
+            stream.cancelPending();
+        }
+    }
+
+    /** Stream tasks running on this link right now (waiting ones included). */
+    int streamTasks() {
+        LinkExecutor running = executor;
+        return running == null ? 0 : running.running.size();
     }
 
     /** Called by the bearer check after the first valid token. */
@@ -130,6 +161,12 @@ final class ServedLink implements ConnectionContext {
             } catch (IOException ignored) {
                 // closing: nothing left to report to
             }
+            // Helidon 4.1.7 does not end a stream task waiting for frames when its connection
+            // ends (nor one waiting for its call to close, see StreamRelease): end them here.
+            LinkExecutor running = executor;
+            if (running != null) {
+                running.interruptAll();
+            }
         }
     }
 
@@ -140,10 +177,15 @@ final class ServedLink implements ConnectionContext {
 
     @Override
     public ExecutorService executor() {
-        ExecutorService current = executor;
+        LinkExecutor current = executor;
         if (current == null) {
-            current = new LinkExecutor(endpoint.executor(), this);
-            executor = current;
+            synchronized (this) {
+                current = executor;
+                if (current == null) {
+                    current = new LinkExecutor(endpoint.executor(), this);
+                    executor = current;
+                }
+            }
         }
         return current;
     }
@@ -197,6 +239,8 @@ final class ServedLink implements ConnectionContext {
     private static final class LinkExecutor extends AbstractExecutorService {
         private final ExecutorService delegate;
         private final ServedLink link;
+        private final Set<Thread> running = ConcurrentHashMap.newKeySet();
+        private final java.util.concurrent.atomic.AtomicInteger preAuthStreams = new java.util.concurrent.atomic.AtomicInteger();
 
         LinkExecutor(ExecutorService delegate, ServedLink link) {
             this.delegate = delegate;
@@ -205,14 +249,28 @@ final class ServedLink implements ConnectionContext {
 
         @Override
         public void execute(Runnable command) {
+            // Helidon submits one task per new stream, on the connection thread: the count is exact.
+            if (!link.isPromoted() && preAuthStreams.incrementAndGet() > ProtocolLimits.MAX_PRE_AUTH_STREAMS) {
+                link.close(Refusal.CONNECTION_LIMIT);
+                throw new java.util.concurrent.RejectedExecutionException("link " + link + " is not authenticated");
+            }
             delegate.execute(() -> {
+                Thread self = Thread.currentThread();
+                running.add(self);
                 CURRENT.set(link);
                 try {
-                    command.run();
+                    if (link.isOpen()) {
+                        command.run();
+                    }
                 } finally {
                     CURRENT.remove();
+                    running.remove(self);
                 }
             });
+        }
+
+        void interruptAll() {
+            running.forEach(Thread::interrupt);
         }
 
         @Override

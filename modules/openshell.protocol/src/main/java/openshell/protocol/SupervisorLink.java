@@ -7,6 +7,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.Semaphore;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -52,6 +53,7 @@ public final class SupervisorLink implements AutoCloseable {
     private final Http2ClientConnection connection;
     private final TlsSocket helidonSocket;
     private final Channel channel;
+    private final Semaphore streams = new Semaphore(ProtocolLimits.MAX_CONCURRENT_STREAMS);
     private volatile long lastPingNanos = System.nanoTime();
 
     private SupervisorLink(ChannelSocket socket, SSLSocket tls, TokenSlot tokens, String serverName) {
@@ -178,6 +180,24 @@ public final class SupervisorLink implements AutoCloseable {
             // Pending deadlines still fire so no caller waits forever.
             timers.schedule(timers::shutdownNow, 1, TimeUnit.MINUTES);
         }
+    }
+
+    /**
+     * Calls and streams open on this link right now.
+     *
+     * @return count, at most {@link ProtocolLimits#MAX_CONCURRENT_STREAMS}
+     */
+    public int openStreams() {
+        return ProtocolLimits.MAX_CONCURRENT_STREAMS - streams.availablePermits();
+    }
+
+    /** A stream slot for a new call, or false at {@link ProtocolLimits#MAX_CONCURRENT_STREAMS}. */
+    boolean takeStream() {
+        return streams.tryAcquire();
+    }
+
+    void returnStream() {
+        streams.release();
     }
 
     Http2ClientConnection connection() {

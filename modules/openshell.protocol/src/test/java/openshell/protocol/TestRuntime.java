@@ -52,6 +52,8 @@ final class TestRuntime extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
     final ControlLedger ledger;
     final AtomicInteger executions = new AtomicInteger();
     final Map<Long, DnsAnswer> dnsAnswers = new ConcurrentHashMap<>();
+    /** Relays the supervisor cancelled, as this service was told (onCancel handler). */
+    final AtomicInteger relayCancels = new AtomicInteger();
     private final Clock clock;
 
     TestRuntime(long generation, Clock clock) {
@@ -170,6 +172,7 @@ final class TestRuntime extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
 
     @Override
     public StreamObserver<RelayUp> relay(StreamObserver<RelayDown> down) {
+        ((io.grpc.stub.ServerCallStreamObserver<RelayDown>) down).setOnCancelHandler(relayCancels::incrementAndGet);
         return new StreamObserver<>() {
             private boolean decided;
             private boolean allowed;

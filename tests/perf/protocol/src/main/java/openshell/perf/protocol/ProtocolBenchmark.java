@@ -166,8 +166,7 @@ public final class ProtocolBenchmark {
             up.onCompleted();
         });
         int call = 0;
-        // At most MAX_LOADED_CALLS: Helidon 4.1.7 never frees a unary call's server stream,
-        // so one link carries about MAX_CONCURRENT_STREAMS calls in its life (see the report).
+        // At most MAX_LOADED_CALLS samples, one per 10 ms while the upload runs.
         while (sent.get() < bytes && call < MAX_LOADED_CALLS) {
             long t0 = System.nanoTime();
             confirm(stub, "loaded-" + call++);
