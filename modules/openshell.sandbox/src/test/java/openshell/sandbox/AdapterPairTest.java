@@ -162,6 +162,34 @@ class AdapterPairTest {
         }
     }
 
+    /** Process I/O under message credits: a MiB through stdin and back on stdout, far beyond one credit window. */
+    @Test
+    void aMebibyteCrossesStdinAndStdoutUnderCredits() throws Exception {
+        PolicySnapshot policy = PolicySnapshot.of(1, "version: 1\n".getBytes(StandardCharsets.UTF_8));
+        try (TestSandbox sandbox = new TestSandbox()) {
+            StartupProbes.Report report = StartupProbes.run(sandbox.network);
+            try (SandboxRuntime control = new SandboxRuntime(report, sandbox.broker, ProcessTreeTest.tree(sandbox), policy.sha256());
+                 Pair pair = new Pair(control)) {
+                Started started = start(control, pair, policy, report);
+                RunningBoundary running = started.running();
+                byte[] data = new byte[1 << 20];
+                for (int i = 0; i < data.length; i++) {
+                    data[i] = (byte) (i * 31 + (i >> 12));
+                }
+                try (ExecSession cat = running.exec().exec(ExecSpec.builder(List.of("/usr/bin/cat"))
+                        .environment(Map.of("PATH", "/usr/bin:/bin")).build())) {
+                    CompletableFuture<byte[]> out = CompletableFuture.supplyAsync(() -> readAll(cat.stdout()), VIRTUAL);
+                    cat.stdin().write(data);
+                    cat.stdin().close();
+                    org.junit.jupiter.api.Assertions.assertArrayEquals(data, out.get(WAIT.toSeconds(), TimeUnit.SECONDS));
+                    assertEquals(Optional.of(new ExitStatus.Exited(0)), cat.process().awaitExit(WAIT));
+                }
+                running.terminate();
+                started.mediation().close();
+            }
+        }
+    }
+
     /**
      * The whole mediated path over the protocol, with the runtime holding more live workload
      * processes than the virtual-thread scheduler has carriers (each has a blocking exit watch):
