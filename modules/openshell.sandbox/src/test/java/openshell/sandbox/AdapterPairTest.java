@@ -19,11 +19,13 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import openshell.isolation.AgentSpec;
 import openshell.isolation.BackendException;
 import openshell.isolation.BackendRegistry;
 import openshell.isolation.BinaryIdentity;
 import openshell.isolation.BoundBoundary;
+import openshell.isolation.ByteChannel;
 import openshell.isolation.DenyReason;
 import openshell.isolation.ExecSession;
 import openshell.isolation.ExecSpec;
@@ -42,6 +44,7 @@ import openshell.isolation.TopologyDescriptor;
 import openshell.isolation.VerifiedTopologyDescriptor;
 import openshell.isolation.WorkloadIdentity;
 import openshell.isolation.spi.IsolationBackendProvider;
+import openshell.protocol.CreditedStream;
 import openshell.protocol.Initiator;
 import openshell.protocol.LaunchTls;
 import openshell.protocol.RuntimeEndpoint;
@@ -70,6 +73,8 @@ class AdapterPairTest {
     private static final java.util.concurrent.Executor VIRTUAL = task -> Thread.ofVirtual().start(task);
     private static final String ALLOWED = "10.20.30.40";
     private static final String DENIED = "10.20.30.41";
+    /** More than the credit window and every socket buffer on the way can hold. */
+    private static final long FLOOD_BYTES = 256L * 1024 * 1024;
 
     /** The runtime's protocol side and the supervisor's endpoint on one Unix socket (runtime-initiated). */
     private static final class Pair implements AutoCloseable {
@@ -288,6 +293,97 @@ class AdapterPairTest {
                 running.terminate();
                 mediation.close();
             }
+        }
+    }
+
+    /**
+     * A workload that stops reading stalls only its own relay: while the supervisor's side of
+     * that relay is blocked writing (out of credit, the runtime's socket buffers full), an exec
+     * (control calls plus a process stream) and a DNS query on the same link still complete.
+     */
+    @Test
+    void aWorkloadThatStopsReadingFreezesNeitherControlNorDns() throws Exception {
+        PolicySnapshot policy = PolicySnapshot.of(1, "version: 1\n".getBytes(StandardCharsets.UTF_8));
+        try (TestSandbox sandbox = new TestSandbox();
+             DnsRelay relay = DnsRelay.start(sandbox.broker, NetworkBroker.DNS_RELAY)) {
+            assertEquals(NetworkBroker.DNS_RELAY, relay.address());
+            StartupProbes.Report report = StartupProbes.run(sandbox.network);
+            try (SandboxRuntime control = new SandboxRuntime(report, sandbox.broker, ProcessTreeTest.tree(sandbox), policy.sha256());
+                 Pair pair = new Pair(control)) {
+                Started started = start(control, pair, policy, report);
+                NetworkMediationSource mediation = started.mediation();
+                RunningBoundary running = started.running();
+                AtomicLong flooded = new AtomicLong();
+                CompletableFuture<Thread> flood = CompletableFuture.supplyAsync(() -> {
+                    long deadline = System.nanoTime() + WAIT.toNanos();
+                    while (System.nanoTime() < deadline) {
+                        Optional<PendingTcpOpen> next = mediation.acceptTcp(Duration.ofMillis(200));
+                        if (next.isPresent()) {
+                            ByteChannel channel = next.get().allow();
+                            return Thread.ofVirtual().name("test-flood").start(() -> {
+                                byte[] block = new byte[64 * 1024];
+                                try (channel) {
+                                    while (flooded.get() < FLOOD_BYTES) {
+                                        channel.output().write(block);
+                                        flooded.addAndGet(block.length);
+                                    }
+                                } catch (java.io.IOException e) {
+                                    // the relay closed when the workload was terminated
+                                }
+                            });
+                        }
+                    }
+                    throw new AssertionError("no pending connection within " + WAIT);
+                }, VIRTUAL);
+                AtomicBoolean stop = new AtomicBoolean();
+                Thread dns = Thread.ofVirtual().name("test-dns-answers").start(() -> {
+                    while (!stop.get()) {
+                        mediation.acceptDns(Duration.ofMillis(200)).ifPresent(q -> q.answer(DnsRelayTest.answer(q.query())));
+                    }
+                });
+                try (ExecSession sink = running.exec().exec(ExecSpec.builder(List.of("/usr/bin/python3", "-c", String.join("\n",
+                                "import socket, time",
+                                "s = socket.create_connection(('" + ALLOWED + "', 80), timeout=60)",
+                                "print('connected', flush=True)",
+                                "time.sleep(600)")))
+                        .environment(Map.of("PATH", "/usr/bin:/bin")).build())) {
+                    String first = CompletableFuture.supplyAsync(() -> firstLine(sink.stdout()), VIRTUAL)
+                            .get(WAIT.toSeconds(), TimeUnit.SECONDS);
+                    assertEquals("connected", first);
+                    Thread flooding = flood.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+                    long deadline = System.nanoTime() + WAIT.toNanos();
+                    while (flooded.get() < CreditedStream.MAX_IN_FLIGHT * (long) CreditedStream.MAX_CHUNK_BYTES
+                            && System.nanoTime() < deadline) {
+                        Thread.onSpinWait();
+                    }
+
+                    try (ExecSession probe = running.exec().exec(ExecSpec.builder(List.of("/usr/bin/bash", "-c",
+                            "echo ok; getent hosts example.test")).environment(Map.of("PATH", "/usr/bin:/bin")).build())) {
+                        String out = new String(CompletableFuture.supplyAsync(() -> readAll(probe.stdout()), VIRTUAL)
+                                .get(WAIT.toSeconds(), TimeUnit.SECONDS), StandardCharsets.UTF_8);
+                        assertEquals(List.of("ok", ALLOWED + " example.test"),
+                                out.lines().map(l -> l.trim().replaceAll("\\s+", " ")).toList());
+                        assertEquals(Optional.of(new ExitStatus.Exited(0)), probe.process().awaitExit(WAIT));
+                    }
+                    assertTrue(flooding.isAlive() && flooded.get() < FLOOD_BYTES,
+                            "the relay was still stalled while exec and DNS completed: " + flooded.get() + " bytes written");
+                    running.terminate();
+                    flooding.join(WAIT);
+                    assertTrue(!flooding.isAlive(), "terminating the workload ends its relay");
+                } finally {
+                    stop.set(true);
+                    dns.join(WAIT);
+                }
+                mediation.close();
+            }
+        }
+    }
+
+    private static String firstLine(java.io.InputStream in) {
+        try {
+            return new java.io.BufferedReader(new java.io.InputStreamReader(in, StandardCharsets.UTF_8)).readLine();
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
         }
     }
 
