@@ -78,6 +78,13 @@
  *     <td>larger messages are refused before sending and on receipt</td></tr>
  * <tr><td>STREAM_WINDOW_BYTES</td><td>1 MiB</td><td>runtime (HTTP/2 settings)</td>
  *     <td>a stream's sender blocks until its reader consumes</td></tr>
+ * <tr><td>CreditedStream.MAX_IN_FLIGHT</td><td>31 messages</td><td>sender of each relay and process-I/O
+ *     direction</td><td>the sender waits for a grant from the receiver (sent on the reverse direction
+ *     of the same stream once the receiver delivered the messages); a peer beyond it fails the
+ *     stream (RESOURCE_EXHAUSTED). Receivers deliver on the stream's own thread, never Helidon's,
+ *     so a stalled relay holds at most this many messages and never the link's reader</td></tr>
+ * <tr><td>CreditedStream.MAX_CHUNK_BYTES</td><td>16 KiB</td><td>relay and process-I/O senders</td>
+ *     <td>a larger payload fails the stream on receipt</td></tr>
  * <tr><td>MAX_FRAME_BYTES</td><td>16 KiB</td><td>both ends</td>
  *     <td>bulk data is split so one frame never holds the writer long</td></tr>
  * <tr><td>MAX_PRE_AUTH_STREAMS</td><td>16</td><td>runtime link</td>

@@ -32,7 +32,7 @@
  * <tr><td>{@code StartupProbes.PROBE_WAIT}</td><td>10 s per probe step</td><td>the probe fails; exit 70</td></tr>
  * <tr><td>{@code StartupProbes.MIN_LANDLOCK_ABI}</td><td>5</td><td>the probe fails; exit 70</td></tr>
  * <tr><td>{@code RuntimeService.MAX_WAIT_CALL}</td><td>1 h</td><td>a Wait call returns UNAVAILABLE (still running)</td></tr>
- * <tr><td>{@code RuntimeService.MAX_CHUNK_BYTES}</td><td>16 KiB</td><td>process output and relay bytes are split into messages of at most this</td></tr>
+ * <tr><td>{@code RuntimeService.MAX_CHUNK_BYTES}</td><td>16 KiB ({@code CreditedStream.MAX_CHUNK_BYTES})</td><td>process output and relay bytes are split into messages of at most this</td></tr>
  * <tr><td>{@code RuntimeService.MEDIATION_POLL}</td><td>500 ms</td><td>the longest a mediation stream takes to notice its call was cancelled</td></tr>
  * </table>
  *
@@ -43,7 +43,17 @@
  * (exit sent after stdout and stderr drained), each pending connect announced on
  * PendingConnections and decided on its own Relay stream, DNS on the Dns stream. At most one
  * PendingConnections and one Dns stream at a time; announced but undecided connects are denied
- * MEDIATION_UNAVAILABLE when their stream ends.
+ * MEDIATION_UNAVAILABLE when their stream ends. Relay and process streams run under the
+ * protocol's message credits ({@code CreditedStream}: at most 31 unacknowledged 16 KiB messages
+ * per direction): writes to a workload's socket or stdin happen on the stream's own thread, so a
+ * workload that stops reading stalls only its own relay, never control calls, DNS or other
+ * relays. A relay completes once both sides sent half_close.
+ *
+ * <h2>Threads</h2>
+ * Anything that blocks in a native call (JNA: pidfd and pipe polls, pipe reads and writes) runs
+ * on a platform thread. On a virtual thread such a call pins its carrier, and the scheduler has
+ * only as many carriers as cores: two live workload processes once froze every virtual thread of
+ * the runtime, protocol streams and the broker's pending connects included.
  *
  * <h2>Startup</h2>
  * {@code SandboxMain}: non-dumpable, RLIMIT_CORE 0, the launch bundle read from standard input

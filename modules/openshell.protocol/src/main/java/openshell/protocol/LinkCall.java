@@ -62,6 +62,7 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
     private final Semaphore demand = new Semaphore(0);
     private final AtomicBoolean finished = new AtomicBoolean();
     private final AtomicBoolean uploadEnded = new AtomicBoolean();
+    private volatile Status cancelled;
     private final AtomicBoolean holdsStream = new AtomicBoolean();
     private final AtomicBoolean resetSent = new AtomicBoolean();
     private final Object writeLock = new Object();
@@ -152,11 +153,15 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
 
     @Override
     public void cancel(String message, Throwable cause) {
+        Status status = Status.CANCELLED.withDescription(message).withCause(cause);
+        // Set before the reset: the reader may see the reset stream fail first, and the caller
+        // must still learn that its own cancel ended the call, not a link failure.
+        cancelled = status;
         CallStream opened = stream;
         if (opened != null && !finished.get()) {
             reset(opened);
         }
-        finish(Status.CANCELLED.withDescription(message).withCause(cause), new Metadata());
+        finish(status, new Metadata());
     }
 
     @Override
@@ -349,7 +354,10 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
         return true;
     }
 
-    private void finish(Status status, Metadata trailers) {
+    private void finish(Status outcome, Metadata outcomeTrailers) {
+        Status cancel = cancelled;
+        Status status = cancel == null ? outcome : cancel;
+        Metadata trailers = cancel == null ? outcomeTrailers : new Metadata();
         if (finished.compareAndSet(false, true)) {
             CallStream opened = stream;
             if (opened != null) {

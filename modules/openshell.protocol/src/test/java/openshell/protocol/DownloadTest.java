@@ -3,7 +3,6 @@ package openshell.protocol;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicLong;
 
-import io.grpc.stub.StreamObserver;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -28,11 +27,10 @@ class DownloadTest {
                     bytes.addAndGet(value.getData().size());
                 }
             };
-            StreamObserver<RelayUp> up = Launch.async(link).relay(down);
-            up.onNext(RelayUp.newBuilder().setDecision(RelayDecision.newBuilder().setConnectionId("source-" + BYTES)
+            CreditedStream<RelayDown, RelayUp> relay = Launch.relay(link, down);
+            relay.send(RelayUp.newBuilder().setDecision(RelayDecision.newBuilder().setConnectionId("source-" + BYTES)
                     .setAllow(true)).build());
             down.await(Duration.ofSeconds(60));
-            up.onCompleted();
             assertNull(down.error);
             assertEquals(BYTES, bytes.get());
         }

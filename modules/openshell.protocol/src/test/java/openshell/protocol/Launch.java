@@ -10,7 +10,11 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 
+import io.grpc.stub.StreamObserver;
+
 import openshell.protocol.wire.AttachRequest;
+import openshell.protocol.wire.RelayDown;
+import openshell.protocol.wire.RelayUp;
 import openshell.protocol.wire.SandboxRuntimeGrpc;
 
 /**
@@ -69,6 +73,14 @@ final class Launch implements AutoCloseable {
             Transport dialTo = supervisor.listen();
             runtime = endpoint(dialTo).start();
         }
+    }
+
+    /** The supervisor's end of a relay under message credits, as the real supervisor opens it. */
+    static CreditedStream<RelayDown, RelayUp> relay(SupervisorLink link, StreamObserver<RelayDown> handler) {
+        CreditedStream<RelayDown, RelayUp> stream = CreditedStream.create(CreditedStream.Kind.SUPERVISOR_RELAY, handler,
+                Thread.ofVirtual().factory());
+        stream.connect(async(link).relay(stream.inbound()));
+        return stream;
     }
 
     static TokenGrant grant() {

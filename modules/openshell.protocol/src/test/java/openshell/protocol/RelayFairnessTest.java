@@ -7,7 +7,6 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 
 import com.google.protobuf.ByteString;
-import io.grpc.stub.StreamObserver;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -30,7 +29,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class RelayFairnessTest {
     static final int RELAY_BYTES = 64 * 1024 * 1024;
-    static final int CHUNK = 32 * 1024;
+    static final int CHUNK = CreditedStream.MAX_CHUNK_BYTES;
     static final Duration STARVATION_BOUND = Duration.ofSeconds(2);
 
     @ParameterizedTest
@@ -43,18 +42,17 @@ class RelayFairnessTest {
             }
             AtomicLong sent = new AtomicLong();
             StreamProbe<RelayDown> down = new StreamProbe<>();
-            StreamObserver<RelayUp> up = Launch.async(link).relay(down);
-            up.onNext(RelayUp.newBuilder().setDecision(RelayDecision.newBuilder().setConnectionId("sink").setAllow(true))
+            CreditedStream<RelayDown, RelayUp> up = Launch.relay(link, down);
+            up.send(RelayUp.newBuilder().setDecision(RelayDecision.newBuilder().setConnectionId("sink").setAllow(true))
                     .build());
             ByteString chunk = ByteString.copyFrom(new byte[CHUNK]);
             long start = System.nanoTime();
             Thread sender = Thread.ofVirtual().start(() -> {
                 while (sent.get() < RELAY_BYTES) {
-                    up.onNext(RelayUp.newBuilder().setData(chunk).build());
+                    up.send(RelayUp.newBuilder().setData(chunk).build());
                     sent.addAndGet(CHUNK);
                 }
-                up.onNext(RelayUp.newBuilder().setHalfClose(true).build());
-                up.onCompleted();
+                up.send(RelayUp.newBuilder().setHalfClose(true).build());
             });
             List<Long> micros = new ArrayList<>();
             int call = 0;

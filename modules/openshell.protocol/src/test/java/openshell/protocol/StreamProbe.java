@@ -19,6 +19,10 @@ class StreamProbe<T> implements StreamObserver<T> {
 
     @Override
     public void onNext(T value) {
+        if (value instanceof openshell.protocol.wire.RelayDown down && down.hasGrant()) {
+            // Credit grants are the stream's bookkeeping (CreditedStream), not relayed bytes.
+            return;
+        }
         received.add(value);
         first.countDown();
     }

@@ -3,9 +3,12 @@ package openshell.protocol;
 import java.time.Clock;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Supplier;
 
+import com.google.protobuf.ByteString;
 import com.google.protobuf.Message;
 import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
@@ -54,6 +57,10 @@ final class TestRuntime extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
     final Map<Long, DnsAnswer> dnsAnswers = new ConcurrentHashMap<>();
     /** Relays the supervisor cancelled, as this service was told (onCancel handler). */
     final AtomicInteger relayCancels = new AtomicInteger();
+    /** Released to let a stalled relay ({@code stall}) read again. */
+    final CountDownLatch stalled = new CountDownLatch(1);
+    /** Counted down when a stalled relay stopped reading. */
+    final CountDownLatch stallEntered = new CountDownLatch(1);
     private final Clock clock;
 
     TestRuntime(long generation, Clock clock) {
@@ -170,57 +177,73 @@ final class TestRuntime extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
         observer.onCompleted();
     }
 
+    /**
+     * Relays under message credits, like the real runtime. The connection id picks the behaviour:
+     * {@code source-N} sends N bytes; {@code sink} counts what arrives; {@code stall} blocks on
+     * its first data message until {@link #stalled} is released (a workload that stops reading);
+     * anything else echoes.
+     */
     @Override
     public StreamObserver<RelayUp> relay(StreamObserver<RelayDown> down) {
         ((io.grpc.stub.ServerCallStreamObserver<RelayDown>) down).setOnCancelHandler(relayCancels::incrementAndGet);
-        return new StreamObserver<>() {
+        AtomicReference<CreditedStream<RelayUp, RelayDown>> self = new AtomicReference<>();
+        StreamObserver<RelayUp> handler = new StreamObserver<>() {
             private boolean decided;
             private boolean allowed;
-            private boolean sink;
+            private String id = "";
             private long sunk;
 
             @Override
             public void onNext(RelayUp up) {
+                CreditedStream<RelayUp, RelayDown> stream = self.get();
                 if (!decided) {
                     decided = true;
                     allowed = up.hasDecision() && up.getDecision().getAllow();
-                    String id = up.getDecision().getConnectionId();
-                    sink = id.equals("sink");
+                    id = up.getDecision().getConnectionId();
                     if (!allowed) {
-                        down.onCompleted();
+                        stream.complete();
                     } else if (id.startsWith("source-")) {
-                        // Sends the asked number of bytes to the supervisor, then ends.
                         long bytes = Long.parseLong(id.substring("source-".length()));
-                        com.google.protobuf.ByteString chunk = com.google.protobuf.ByteString.copyFrom(new byte[32 * 1024]);
-                        for (long sent = 0; sent < bytes; sent += chunk.size()) {
-                            down.onNext(RelayDown.newBuilder().setData(chunk).build());
-                        }
-                        down.onNext(RelayDown.newBuilder().setHalfClose(true).build());
-                        down.onCompleted();
+                        Thread.ofVirtual().start(() -> {
+                            ByteString chunk = ByteString.copyFrom(new byte[CreditedStream.MAX_CHUNK_BYTES]);
+                            for (long sent = 0; sent < bytes; sent += chunk.size()) {
+                                stream.send(RelayDown.newBuilder().setData(chunk).build());
+                            }
+                            stream.send(RelayDown.newBuilder().setHalfClose(true).build());
+                            stream.complete();
+                        });
                     }
                     return;
                 }
                 if (!allowed) {
                     return;
                 }
-                if (sink) {
-                    // Discards what the supervisor sends; reports the count at half-close.
+                if (id.equals("stall") && up.hasData()) {
+                    stallEntered.countDown();
+                    try {
+                        stalled.await();
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                    return;
+                }
+                if (id.equals("sink")) {
                     if (up.hasData()) {
                         sunk += up.getData().size();
                     } else if (up.getHalfClose()) {
-                        down.onNext(RelayDown.newBuilder().setData(
-                                com.google.protobuf.ByteString.copyFromUtf8(Long.toString(sunk))).build());
-                        down.onCompleted();
+                        stream.send(RelayDown.newBuilder().setData(ByteString.copyFromUtf8(Long.toString(sunk))).build());
+                        stream.send(RelayDown.newBuilder().setHalfClose(true).build());
+                        stream.complete();
                     }
                     return;
                 }
                 switch (up.getKindCase()) {
-                case DATA -> down.onNext(RelayDown.newBuilder().setData(up.getData()).build());
+                case DATA -> stream.send(RelayDown.newBuilder().setData(up.getData()).build());
                 case HALF_CLOSE -> {
-                    down.onNext(RelayDown.newBuilder().setHalfClose(true).build());
-                    down.onCompleted();
+                    stream.send(RelayDown.newBuilder().setHalfClose(true).build());
+                    stream.complete();
                 }
-                default -> down.onError(Status.INVALID_ARGUMENT.withDescription("second decision").asRuntimeException());
+                default -> stream.fail(Status.INVALID_ARGUMENT.withDescription("second decision"));
                 }
             }
 
@@ -232,6 +255,11 @@ final class TestRuntime extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
             public void onCompleted() {
             }
         };
+        CreditedStream<RelayUp, RelayDown> stream = CreditedStream.create(CreditedStream.Kind.RUNTIME_RELAY, handler,
+                Thread.ofVirtual().factory());
+        self.set(stream);
+        stream.connect(down);
+        return stream.inbound();
     }
 
     @Override

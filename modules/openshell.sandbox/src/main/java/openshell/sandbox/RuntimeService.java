@@ -17,6 +17,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Supplier;
 import openshell.isolation.AgentSpec;
 import openshell.isolation.BackendException;
@@ -33,6 +34,7 @@ import openshell.isolation.PendingTcpOpen;
 import openshell.isolation.ProcessSignal;
 import openshell.isolation.TerminalSize;
 import openshell.protocol.ControlLedger;
+import openshell.protocol.CreditedStream;
 import openshell.protocol.ExecAdmission;
 import openshell.protocol.ProtocolException;
 import openshell.protocol.wire.AttachRequest;
@@ -78,7 +80,7 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
     /** Longest a single Wait call blocks on the runtime side; the caller's deadline is normally shorter. */
     static final Duration MAX_WAIT_CALL = Duration.ofHours(1);
     /** Largest chunk of process output or relay bytes put in one message (one HTTP/2 frame). */
-    static final int MAX_CHUNK_BYTES = 16 * 1024;
+    static final int MAX_CHUNK_BYTES = CreditedStream.MAX_CHUNK_BYTES;
     /** How often the mediation streams look whether their call was cancelled while nothing is pending. */
     static final Duration MEDIATION_POLL = Duration.ofMillis(500);
 
@@ -213,8 +215,9 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
     }
 
     @Override
-    public StreamObserver<ProcessInput> attachProcess(StreamObserver<ProcessOutput> output) {
-        return new StreamObserver<>() {
+    public StreamObserver<ProcessInput> attachProcess(StreamObserver<ProcessOutput> raw) {
+        AtomicReference<CreditedStream<ProcessInput, ProcessOutput>> self = new AtomicReference<>();
+        StreamObserver<ProcessInput> handler = new StreamObserver<>() {
             private ExecSession session;
             private long process;
 
@@ -228,7 +231,7 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
                     default -> throw new BackendException(BackendException.Kind.INVALID, "empty process input");
                     }
                 } catch (BackendException e) {
-                    output.onError(status(e).asRuntimeException());
+                    self.get().fail(status(e));
                 } catch (IOException e) {
                     // The process closed its stdin: later input has nowhere to go; output continues.
                     LOGGER.log(System.Logger.Level.DEBUG, "stdin of process " + process + ": " + e);
@@ -260,15 +263,16 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
                     try {
                         drained.await();
                         openshell.isolation.ExitStatus exit = control.await(candidate, MAX_WAIT_CALL).orElseThrow();
-                        synchronized (output) {
-                            output.onNext(ProcessOutput.newBuilder().setExit(wire(exit)).build());
-                            output.onCompleted();
-                        }
+                        self.get().send(ProcessOutput.newBuilder().setExit(wire(exit)).build());
+                        self.get().complete();
                     } catch (InterruptedException e) {
                         Thread.currentThread().interrupt();
                     } catch (RuntimeException e) {
-                        synchronized (output) {
-                            output.onError(Status.INTERNAL.withDescription("FAILED: " + e.getMessage()).asRuntimeException());
+                        try {
+                            self.get().fail(Status.INTERNAL.withDescription("FAILED: " + e.getMessage()));
+                        } catch (RuntimeException gone) {
+                            // the stream itself is gone (link closed): the process can be attached again
+                            LOGGER.log(System.Logger.Level.DEBUG, "exit of process " + candidate + " not sent: " + gone);
                         }
                     } finally {
                         attachedProcesses.remove(candidate);
@@ -277,7 +281,8 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
             }
 
             private void pump(InputStream from, boolean stdout, CountDownLatch drained) {
-                Thread.ofVirtual().name("process-" + process + (stdout ? "-stdout" : "-stderr")).start(() -> {
+                // A platform thread: the read is a native poll that would pin a virtual thread's carrier.
+                Thread.ofPlatform().daemon(true).name("process-" + process + (stdout ? "-stdout" : "-stderr")).start(() -> {
                     byte[] buffer = new byte[MAX_CHUNK_BYTES];
                     try (from) {
                         int n;
@@ -285,9 +290,7 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
                             ByteString chunk = ByteString.copyFrom(buffer, 0, n);
                             ProcessOutput message = stdout ? ProcessOutput.newBuilder().setStdout(chunk).build()
                                     : ProcessOutput.newBuilder().setStderr(chunk).build();
-                            synchronized (output) {
-                                output.onNext(message);
-                            }
+                            self.get().send(message);
                         }
                     } catch (IOException | RuntimeException e) {
                         LOGGER.log(System.Logger.Level.DEBUG, "output of process " + process + " ended: " + e);
@@ -306,6 +309,12 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
             public void onCompleted() {
             }
         };
+        // A platform thread delivers: stdin is written with a native write that would pin a carrier.
+        CreditedStream<ProcessInput, ProcessOutput> stream = CreditedStream.create(CreditedStream.Kind.RUNTIME_PROCESS,
+                handler, Thread.ofPlatform().daemon(true).name("process-input").factory());
+        self.set(stream);
+        stream.connect(raw);
+        return stream.inbound();
     }
 
     @Override
@@ -349,17 +358,27 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
         });
     }
 
+    /**
+     * One mediated connection under message credits ({@link CreditedStream}): the first message
+     * decides; then each side sends half_close when its source ends, and the call completes
+     * once both directions are closed. Writes to the workload's socket run on the stream's own
+     * delivery thread, so a workload that stops reading stalls only its own relay.
+     */
     @Override
     public StreamObserver<RelayUp> relay(StreamObserver<RelayDown> down) {
-        return new StreamObserver<>() {
+        AtomicReference<CreditedStream<RelayUp, RelayDown>> self = new AtomicReference<>();
+        StreamObserver<RelayUp> handler = new StreamObserver<>() {
             private ByteChannel channel;
             private boolean decided;
+            private boolean upClosed;
+            private boolean downClosed;
 
             @Override
             public void onNext(RelayUp up) {
+                CreditedStream<RelayUp, RelayDown> stream = self.get();
                 if (!decided) {
                     decided = true;
-                    decide(up);
+                    decide(up, stream);
                     return;
                 }
                 if (channel == null) {
@@ -368,54 +387,71 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
                 try {
                     switch (up.getKindCase()) {
                     case DATA -> channel.output().write(up.getData().toByteArray());
-                    case HALF_CLOSE -> channel.output().close();
+                    case HALF_CLOSE -> closeUp();
                     default -> {
                         channel.close();
-                        down.onError(Status.INVALID_ARGUMENT.withDescription("INVALID: a second decision").asRuntimeException());
+                        stream.fail(Status.INVALID_ARGUMENT.withDescription("INVALID: a second decision"));
                     }
                     }
                 } catch (IOException e) {
                     channel.close();
-                    down.onError(Status.UNAVAILABLE.withDescription("FAILED: the workload's socket closed").asRuntimeException());
+                    stream.fail(Status.UNAVAILABLE.withDescription("FAILED: the workload's socket closed"));
                 }
             }
 
-            private void decide(RelayUp up) {
+            private void closeUp() throws IOException {
+                if (!upClosed) {
+                    upClosed = true;
+                    channel.output().close();
+                    finishIfDone();
+                }
+            }
+
+            private void finishIfDone() {
+                boolean done;
+                synchronized (this) {
+                    done = upClosed && downClosed;
+                }
+                if (done) {
+                    self.get().complete();
+                    channel.close();
+                }
+            }
+
+            private void decide(RelayUp up, CreditedStream<RelayUp, RelayDown> stream) {
                 PendingTcpOpen open = up.hasDecision() ? pendingOpens.remove(up.getDecision().getConnectionId()) : null;
                 if (open == null) {
-                    down.onError(Status.FAILED_PRECONDITION.withDescription("INVALID: the first relay message must decide an announced connection")
-                            .asRuntimeException());
+                    stream.fail(Status.FAILED_PRECONDITION.withDescription("INVALID: the first relay message must decide an announced connection"));
                     return;
                 }
                 if (!up.getDecision().getAllow()) {
                     open.deny(denyReason(up.getDecision().getDenyErrno()));
-                    down.onCompleted();
+                    stream.complete();
                     return;
                 }
                 try {
                     channel = open.allow();
                 } catch (BackendException e) {
-                    down.onError(status(e).asRuntimeException());
+                    stream.fail(status(e));
                     return;
                 }
                 ByteChannel relayed = channel;
                 Thread.ofVirtual().name("relay-" + up.getDecision().getConnectionId()).start(() -> {
-                    byte[] buffer = new byte[MAX_CHUNK_BYTES];
+                    byte[] buffer = new byte[CreditedStream.MAX_CHUNK_BYTES];
                     try {
                         InputStream in = relayed.input();
                         int n;
                         while ((n = in.read(buffer)) >= 0) {
-                            down.onNext(RelayDown.newBuilder().setData(ByteString.copyFrom(buffer, 0, n)).build());
+                            stream.send(RelayDown.newBuilder().setData(ByteString.copyFrom(buffer, 0, n)).build());
                         }
-                        down.onNext(RelayDown.newBuilder().setHalfClose(true).build());
-                        down.onCompleted();
+                        stream.send(RelayDown.newBuilder().setHalfClose(true).build());
+                        synchronized (this) {
+                            downClosed = true;
+                        }
+                        finishIfDone();
                     } catch (IOException | RuntimeException e) {
                         relayed.close();
-                        try {
-                            down.onError(Status.UNAVAILABLE.withDescription("FAILED: relay ended: " + e.getMessage()).asRuntimeException());
-                        } catch (RuntimeException ignored) {
-                            // the stream is already gone
-                        }
+                        stream.fail(Status.UNAVAILABLE.withDescription("FAILED: relay ended: " + e.getMessage()));
                     }
                 });
             }
@@ -429,8 +465,21 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
 
             @Override
             public void onCompleted() {
+                // The caller ended its side: as a half-close if it sent none.
+                if (channel != null) {
+                    try {
+                        closeUp();
+                    } catch (IOException e) {
+                        channel.close();
+                    }
+                }
             }
         };
+        CreditedStream<RelayUp, RelayDown> stream = CreditedStream.create(CreditedStream.Kind.RUNTIME_RELAY, handler,
+                Thread.ofVirtual().name("relay-delivery").factory());
+        self.set(stream);
+        stream.connect(down);
+        return stream.inbound();
     }
 
     @Override

@@ -11,21 +11,28 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import openshell.isolation.AgentSpec;
 import openshell.isolation.BackendException;
 import openshell.isolation.BackendRegistry;
 import openshell.isolation.BinaryIdentity;
 import openshell.isolation.BoundBoundary;
+import openshell.isolation.ByteChannel;
+import openshell.isolation.DenyReason;
 import openshell.isolation.ExecSession;
 import openshell.isolation.ExecSpec;
 import openshell.isolation.ExitStatus;
 import openshell.isolation.IdentityResolution;
 import openshell.isolation.NetworkMediationSource;
+import openshell.isolation.PendingDnsQuery;
 import openshell.isolation.PendingTcpOpen;
 import openshell.isolation.PolicySnapshot;
 import openshell.isolation.ReadyBoundary;
@@ -37,6 +44,7 @@ import openshell.isolation.TopologyDescriptor;
 import openshell.isolation.VerifiedTopologyDescriptor;
 import openshell.isolation.WorkloadIdentity;
 import openshell.isolation.spi.IsolationBackendProvider;
+import openshell.protocol.CreditedStream;
 import openshell.protocol.Initiator;
 import openshell.protocol.LaunchTls;
 import openshell.protocol.RuntimeEndpoint;
@@ -48,7 +56,6 @@ import openshell.protocol.TokenSlot;
 import openshell.protocol.TokenVerifier;
 import openshell.protocol.Transport;
 import openshell.supervisor.OpenShellRuntimeBackend;
-import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -64,16 +71,10 @@ class AdapterPairTest {
     private static final Duration WAIT = TestSandbox.WAIT;
     /** Blocking readers get their own threads: the common pool has one worker on two cores. */
     private static final java.util.concurrent.Executor VIRTUAL = task -> Thread.ofVirtual().start(task);
-    private static final String EXTERNAL = "10.20.30.40";
-    /**
-     * Excluded from {@code verify} (surefire excludedGroups) because it fails today: the runtime
-     * takes the pending connect from its broker and calls onNext on the PendingConnections
-     * server stream, but the supervisor's observer never receives it (the connect is denied
-     * MEDIATION_UNAVAILABLE when the link closes). Suspects: Helidon 4.1.7's handling of a
-     * server-streaming call whose messages come from another thread, or LinkCall demand. Run it with
-     * {@code -Dgroups=adapter-relay -Dopenshell.sandbox.excludedGroups=none}.
-     */
-    static final String RELAY_TAG = "adapter-relay";
+    private static final String ALLOWED = "10.20.30.40";
+    private static final String DENIED = "10.20.30.41";
+    /** More than the credit window and every socket buffer on the way can hold. */
+    private static final long FLOOD_BYTES = 256L * 1024 * 1024;
 
     /** The runtime's protocol side and the supervisor's endpoint on one Unix socket (runtime-initiated). */
     private static final class Pair implements AutoCloseable {
@@ -166,50 +167,223 @@ class AdapterPairTest {
         }
     }
 
+    /** Process I/O under message credits: a MiB through stdin and back on stdout, far beyond one credit window. */
     @Test
-    @Tag(RELAY_TAG)
-    void onePendingConnectIsAnnouncedAllowedAndRelayedToARealUpstream() throws Exception {
+    void aMebibyteCrossesStdinAndStdoutUnderCredits() throws Exception {
         PolicySnapshot policy = PolicySnapshot.of(1, "version: 1\n".getBytes(StandardCharsets.UTF_8));
-        try (TestSandbox sandbox = new TestSandbox(); TestSandbox.Upstream upstream = new TestSandbox.Upstream()) {
+        try (TestSandbox sandbox = new TestSandbox()) {
+            StartupProbes.Report report = StartupProbes.run(sandbox.network);
+            try (SandboxRuntime control = new SandboxRuntime(report, sandbox.broker, ProcessTreeTest.tree(sandbox), policy.sha256());
+                 Pair pair = new Pair(control)) {
+                Started started = start(control, pair, policy, report);
+                RunningBoundary running = started.running();
+                byte[] data = new byte[1 << 20];
+                for (int i = 0; i < data.length; i++) {
+                    data[i] = (byte) (i * 31 + (i >> 12));
+                }
+                try (ExecSession cat = running.exec().exec(ExecSpec.builder(List.of("/usr/bin/cat"))
+                        .environment(Map.of("PATH", "/usr/bin:/bin")).build())) {
+                    CompletableFuture<byte[]> out = CompletableFuture.supplyAsync(() -> readAll(cat.stdout()), VIRTUAL);
+                    cat.stdin().write(data);
+                    cat.stdin().close();
+                    org.junit.jupiter.api.Assertions.assertArrayEquals(data, out.get(WAIT.toSeconds(), TimeUnit.SECONDS));
+                    assertEquals(Optional.of(new ExitStatus.Exited(0)), cat.process().awaitExit(WAIT));
+                }
+                running.terminate();
+                started.mediation().close();
+            }
+        }
+    }
+
+    /**
+     * The whole mediated path over the protocol, with the runtime holding more live workload
+     * processes than the virtual-thread scheduler has carriers (each has a blocking exit watch):
+     * a name resolved through the DNS relay and answered on the Dns stream; an allowed connect
+     * announced on PendingConnections, decided on its Relay stream and relayed both ways to a real
+     * upstream on the host; a denied connect failing with EACCES in the workload.
+     */
+    @Test
+    void mediatedDnsAllowedAndDeniedConnectsCrossTheProtocol() throws Exception {
+        PolicySnapshot policy = PolicySnapshot.of(1, "version: 1\n".getBytes(StandardCharsets.UTF_8));
+        try (TestSandbox sandbox = new TestSandbox(); TestSandbox.Upstream upstream = new TestSandbox.Upstream();
+             DnsRelay relay = DnsRelay.start(sandbox.broker, NetworkBroker.DNS_RELAY)) {
+            assertEquals(NetworkBroker.DNS_RELAY, relay.address());
             StartupProbes.Report report = StartupProbes.run(sandbox.network);
             try (SandboxRuntime control = new SandboxRuntime(report, sandbox.broker, ProcessTreeTest.tree(sandbox), policy.sha256());
                  Pair pair = new Pair(control)) {
                 Started started = start(control, pair, policy, report);
                 NetworkMediationSource mediation = started.mediation();
                 RunningBoundary running = started.running();
+                // Before the fix these alone froze the runtime: one blocked native wait per process pinned a carrier.
+                List<ExecSession> sleepers = new ArrayList<>();
+                for (int i = 0; i < Runtime.getRuntime().availableProcessors(); i++) {
+                    sleepers.add(running.exec().exec(ExecSpec.builder(List.of("/usr/bin/sleep", "600"))
+                            .environment(Map.of("PATH", "/usr/bin:/bin")).build()));
+                }
 
-                // One connect to an external address, announced over the protocol, allowed, relayed to a real upstream.
-                CompletableFuture<PendingTcpOpen> decided = CompletableFuture.supplyAsync(() -> {
+                ConcurrentLinkedQueue<PendingTcpOpen> opens = new ConcurrentLinkedQueue<>();
+                ConcurrentLinkedQueue<PendingDnsQuery> queries = new ConcurrentLinkedQueue<>();
+                AtomicBoolean stop = new AtomicBoolean();
+                Thread tcp = Thread.ofVirtual().name("test-tcp-decisions").start(() -> {
+                    while (!stop.get()) {
+                        Optional<PendingTcpOpen> next = mediation.acceptTcp(Duration.ofMillis(200));
+                        if (next.isEmpty()) {
+                            continue;
+                        }
+                        opens.add(next.get());
+                        if (next.get().destination().address().getHostAddress().equals(ALLOWED)) {
+                            Thread.ofVirtual().start(() -> TestSandbox.pump(next.get().allow(), upstream.port()));
+                        } else {
+                            next.get().deny(DenyReason.POLICY);
+                        }
+                    }
+                });
+                Thread dns = Thread.ofVirtual().name("test-dns-answers").start(() -> {
+                    while (!stop.get()) {
+                        Optional<PendingDnsQuery> next = mediation.acceptDns(Duration.ofMillis(200));
+                        next.ifPresent(q -> {
+                            queries.add(q);
+                            q.answer(DnsRelayTest.answer(q.query()));
+                        });
+                    }
+                });
+                String script = String.join("\n",
+                        "getent hosts example.test",
+                        "exec 3<>/dev/tcp/" + ALLOWED + "/80 && echo hello >&3 && read -r line <&3 && echo \"got:$line\"",
+                        "exec 3<&-",
+                        "/usr/bin/python3 -c \"$0\"");
+                String denied = String.join("\n",
+                        "import socket, errno",
+                        "s = socket.socket()",
+                        "try:",
+                        "    s.connect(('" + DENIED + "', 80)); print('connected')",
+                        "except OSError as e: print('denied', errno.errorcode[e.errno])");
+                try (ExecSession client = running.exec().exec(ExecSpec.builder(List.of("/usr/bin/bash", "-c", script, denied))
+                        .environment(Map.of("PATH", "/usr/bin:/bin")).build())) {
+                    CompletableFuture<byte[]> err = CompletableFuture.supplyAsync(() -> readAll(client.stderr()), VIRTUAL);
+                    String out = new String(CompletableFuture.supplyAsync(() -> readAll(client.stdout()), VIRTUAL)
+                            .get(WAIT.toSeconds(), TimeUnit.SECONDS), StandardCharsets.UTF_8);
+                    assertEquals(List.of(ALLOWED + " example.test", "got:echo:hello", "denied EACCES"),
+                            out.lines().map(l -> l.trim().replaceAll("\\s+", " ")).toList(),
+                            () -> out + new String(err.getNow(new byte[0]), StandardCharsets.UTF_8));
+                    assertEquals(Optional.of(new ExitStatus.Exited(0)), client.process().awaitExit(WAIT));
+                } finally {
+                    stop.set(true);
+                    tcp.join(WAIT);
+                    dns.join(WAIT);
+                }
+                assertEquals(List.of("hello"), List.copyOf(upstream.received), "the upstream read what the workload wrote");
+                assertEquals(2, opens.size(), "one announcement per mediated connect: " + opens);
+                PendingTcpOpen allowed = opens.peek();
+                assertEquals(InetAddress.getByName(ALLOWED), allowed.destination().address());
+                assertEquals(80, allowed.destination().port());
+                assertTrue(allowed.socket().inode() > 0);
+                BinaryIdentity identity = assertInstanceOf(IdentityResolution.Resolved.class, allowed.identity()).identity();
+                assertEquals(TestSandbox.realPath("/usr/bin/bash"), identity.path());
+                assertEquals(Optional.of(TestSandbox.sha256(TestSandbox.realPath("/usr/bin/bash"))), identity.executable().sha256());
+                BinaryIdentity deniedIdentity = assertInstanceOf(IdentityResolution.Resolved.class,
+                        List.copyOf(opens).get(1).identity()).identity();
+                assertEquals(TestSandbox.realPath("/usr/bin/python3"), deniedIdentity.path());
+                assertTrue(queries.stream().anyMatch(q -> new String(q.query(), StandardCharsets.ISO_8859_1).contains("example")),
+                        "the name query crossed the Dns stream");
+                assertEquals("/usr/bin/getent", assertInstanceOf(IdentityResolution.Resolved.class,
+                        queries.peek().identity()).identity().path());
+
+                sleepers.forEach(ExecSession::close);
+                running.terminate();
+                mediation.close();
+            }
+        }
+    }
+
+    /**
+     * A workload that stops reading stalls only its own relay: while the supervisor's side of
+     * that relay is blocked writing (out of credit, the runtime's socket buffers full), an exec
+     * (control calls plus a process stream) and a DNS query on the same link still complete.
+     */
+    @Test
+    void aWorkloadThatStopsReadingFreezesNeitherControlNorDns() throws Exception {
+        PolicySnapshot policy = PolicySnapshot.of(1, "version: 1\n".getBytes(StandardCharsets.UTF_8));
+        try (TestSandbox sandbox = new TestSandbox();
+             DnsRelay relay = DnsRelay.start(sandbox.broker, NetworkBroker.DNS_RELAY)) {
+            assertEquals(NetworkBroker.DNS_RELAY, relay.address());
+            StartupProbes.Report report = StartupProbes.run(sandbox.network);
+            try (SandboxRuntime control = new SandboxRuntime(report, sandbox.broker, ProcessTreeTest.tree(sandbox), policy.sha256());
+                 Pair pair = new Pair(control)) {
+                Started started = start(control, pair, policy, report);
+                NetworkMediationSource mediation = started.mediation();
+                RunningBoundary running = started.running();
+                AtomicLong flooded = new AtomicLong();
+                CompletableFuture<Thread> flood = CompletableFuture.supplyAsync(() -> {
                     long deadline = System.nanoTime() + WAIT.toNanos();
                     while (System.nanoTime() < deadline) {
-                        Optional<PendingTcpOpen> next = mediation.acceptTcp(Duration.ofMillis(500));
+                        Optional<PendingTcpOpen> next = mediation.acceptTcp(Duration.ofMillis(200));
                         if (next.isPresent()) {
-                            Thread.ofVirtual().start(() -> TestSandbox.pump(next.get().allow(), upstream.port()));
-                            return next.get();
+                            ByteChannel channel = next.get().allow();
+                            return Thread.ofVirtual().name("test-flood").start(() -> {
+                                byte[] block = new byte[64 * 1024];
+                                try (channel) {
+                                    while (flooded.get() < FLOOD_BYTES) {
+                                        channel.output().write(block);
+                                        flooded.addAndGet(block.length);
+                                    }
+                                } catch (java.io.IOException e) {
+                                    // the relay closed when the workload was terminated
+                                }
+                            });
                         }
                     }
                     throw new AssertionError("no pending connection within " + WAIT);
                 }, VIRTUAL);
-                try (ExecSession client = running.exec().exec(ExecSpec.builder(List.of("/usr/bin/bash", "-c",
-                        "exec 3<>/dev/tcp/" + EXTERNAL + "/80 && echo hello >&3 && read -r line <&3 && echo \"got:$line\""))
+                AtomicBoolean stop = new AtomicBoolean();
+                Thread dns = Thread.ofVirtual().name("test-dns-answers").start(() -> {
+                    while (!stop.get()) {
+                        mediation.acceptDns(Duration.ofMillis(200)).ifPresent(q -> q.answer(DnsRelayTest.answer(q.query())));
+                    }
+                });
+                try (ExecSession sink = running.exec().exec(ExecSpec.builder(List.of("/usr/bin/python3", "-c", String.join("\n",
+                                "import socket, time",
+                                "s = socket.create_connection(('" + ALLOWED + "', 80), timeout=60)",
+                                "print('connected', flush=True)",
+                                "time.sleep(600)")))
                         .environment(Map.of("PATH", "/usr/bin:/bin")).build())) {
-                    CompletableFuture<byte[]> err = CompletableFuture.supplyAsync(() -> readAll(client.stderr()), VIRTUAL);
-                    String out = new String(CompletableFuture.supplyAsync(() -> readAll(client.stdout()), VIRTUAL).get(WAIT.toSeconds(), TimeUnit.SECONDS), StandardCharsets.UTF_8);
-                    assertEquals("got:echo:hello\n", out, () -> new String(err.getNow(new byte[0]), StandardCharsets.UTF_8));
-                    assertEquals(Optional.of(new ExitStatus.Exited(0)), client.process().awaitExit(WAIT));
-                }
-                PendingTcpOpen open = decided.get(WAIT.toSeconds(), TimeUnit.SECONDS);
-                assertEquals(InetAddress.getByName(EXTERNAL), open.destination().address());
-                assertEquals(80, open.destination().port());
-                assertTrue(open.socket().inode() > 0);
-                BinaryIdentity identity = assertInstanceOf(IdentityResolution.Resolved.class, open.identity()).identity();
-                assertEquals(TestSandbox.realPath("/usr/bin/bash"), identity.path());
-                assertEquals(Optional.of(TestSandbox.sha256(TestSandbox.realPath("/usr/bin/bash"))), identity.executable().sha256());
-                assertEquals(List.of("hello"), List.copyOf(upstream.received));
+                    String first = CompletableFuture.supplyAsync(() -> firstLine(sink.stdout()), VIRTUAL)
+                            .get(WAIT.toSeconds(), TimeUnit.SECONDS);
+                    assertEquals("connected", first);
+                    Thread flooding = flood.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+                    long deadline = System.nanoTime() + WAIT.toNanos();
+                    while (flooded.get() < CreditedStream.MAX_IN_FLIGHT * (long) CreditedStream.MAX_CHUNK_BYTES
+                            && System.nanoTime() < deadline) {
+                        Thread.onSpinWait();
+                    }
 
-                running.terminate();
+                    try (ExecSession probe = running.exec().exec(ExecSpec.builder(List.of("/usr/bin/bash", "-c",
+                            "echo ok; getent hosts example.test")).environment(Map.of("PATH", "/usr/bin:/bin")).build())) {
+                        String out = new String(CompletableFuture.supplyAsync(() -> readAll(probe.stdout()), VIRTUAL)
+                                .get(WAIT.toSeconds(), TimeUnit.SECONDS), StandardCharsets.UTF_8);
+                        assertEquals(List.of("ok", ALLOWED + " example.test"),
+                                out.lines().map(l -> l.trim().replaceAll("\\s+", " ")).toList());
+                        assertEquals(Optional.of(new ExitStatus.Exited(0)), probe.process().awaitExit(WAIT));
+                    }
+                    assertTrue(flooding.isAlive() && flooded.get() < FLOOD_BYTES,
+                            "the relay was still stalled while exec and DNS completed: " + flooded.get() + " bytes written");
+                    running.terminate();
+                    flooding.join(WAIT);
+                    assertTrue(!flooding.isAlive(), "terminating the workload ends its relay");
+                } finally {
+                    stop.set(true);
+                    dns.join(WAIT);
+                }
                 mediation.close();
             }
+        }
+    }
+
+    private static String firstLine(java.io.InputStream in) {
+        try {
+            return new java.io.BufferedReader(new java.io.InputStreamReader(in, StandardCharsets.UTF_8)).readLine();
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
         }
     }
 

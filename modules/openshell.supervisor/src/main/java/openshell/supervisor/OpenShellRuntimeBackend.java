@@ -31,6 +31,8 @@ import openshell.isolation.TerminalSize;
 import openshell.isolation.VerifiedTopologyDescriptor;
 import openshell.isolation.spi.IsolationBackendProvider;
 import openshell.isolation.spi.LinearHandle;
+import openshell.protocol.CreditedStream;
+import openshell.protocol.ProtocolException;
 import openshell.protocol.SupervisorLink;
 import openshell.protocol.wire.AttachRequest;
 import openshell.protocol.wire.ConfirmRequest;
@@ -346,7 +348,7 @@ public final class OpenShellRuntimeBackend implements IsolationBackend {
     /** An exec'd process and its I/O stream: stdout and stderr apart (merged when it has a terminal). */
     static final class RemoteSession implements ExecSession {
         private final RemoteProcess process;
-        private final StreamObserver<ProcessInput> input;
+        private final CreditedStream<ProcessOutput, ProcessInput> input;
         private final InboundBytes stdout = new InboundBytes();
         private final InboundBytes stderr = new InboundBytes();
         private final OutputStream stdin;
@@ -356,7 +358,7 @@ public final class OpenShellRuntimeBackend implements IsolationBackend {
         private RemoteSession(RemoteCalls calls, String id, boolean tty) {
             CompletableFuture<ExitStatus> exit = new CompletableFuture<>();
             this.process = new RemoteProcess(calls, id, exit);
-            this.input = calls.async().attachProcess(new StreamObserver<>() {
+            this.input = CreditedStream.create(CreditedStream.Kind.SUPERVISOR_PROCESS, new StreamObserver<>() {
                 @Override
                 public void onNext(ProcessOutput output) {
                     switch (output.getKindCase()) {
@@ -384,8 +386,13 @@ public final class OpenShellRuntimeBackend implements IsolationBackend {
                     stdout.end();
                     stderr.end();
                 }
-            });
-            this.input.onNext(ProcessInput.newBuilder().setProcessId(id).build());
+            }, Thread.ofVirtual().name("process-" + id + "-output").factory());
+            input.connect(calls.async().attachProcess(input.inbound()));
+            try {
+                input.send(ProcessInput.newBuilder().setProcessId(id).build());
+            } catch (ProtocolException e) {
+                throw new BackendException(BackendException.Kind.UNAVAILABLE, "the process stream failed: " + e.getMessage(), e);
+            }
             this.stdin = new OutputStream() {
                 @Override
                 public void write(int b) throws IOException {
@@ -399,18 +406,14 @@ public final class OpenShellRuntimeBackend implements IsolationBackend {
                     }
                     for (int at = off; at < off + len; at += RemoteMediation.MAX_CHUNK_BYTES) {
                         int n = Math.min(RemoteMediation.MAX_CHUNK_BYTES, off + len - at);
-                        synchronized (input) {
-                            input.onNext(ProcessInput.newBuilder().setStdin(ByteString.copyFrom(b, at, n)).build());
-                        }
+                        send(ProcessInput.newBuilder().setStdin(ByteString.copyFrom(b, at, n)).build());
                     }
                 }
 
                 @Override
-                public void close() {
+                public void close() throws IOException {
                     if (stdinClosed.compareAndSet(false, true)) {
-                        synchronized (input) {
-                            input.onNext(ProcessInput.newBuilder().setStdinClosed(true).build());
-                        }
+                        send(ProcessInput.newBuilder().setStdinClosed(true).build());
                     }
                 }
             };
@@ -456,15 +459,24 @@ public final class OpenShellRuntimeBackend implements IsolationBackend {
             return terminal;
         }
 
+        private void send(ProcessInput message) throws IOException {
+            try {
+                input.send(message);
+            } catch (ProtocolException e) {
+                throw new IOException("the process stream closed: " + e.getMessage(), e);
+            }
+        }
+
         @Override
         public void close() {
             try {
                 stdin.close();
             } catch (IOException e) {
-                // cannot happen: closing only sends stdin_closed
+                // the stream is already gone
             }
-            synchronized (input) {
-                input.onCompleted();
+            // Detaches: the process keeps running on the runtime and can be attached again.
+            if (!input.isEnded()) {
+                input.fail(io.grpc.Status.CANCELLED.withDescription("session closed by the supervisor"));
             }
         }
     }

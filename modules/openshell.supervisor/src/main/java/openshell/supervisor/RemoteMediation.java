@@ -27,6 +27,8 @@ import openshell.isolation.PendingDnsQuery;
 import openshell.isolation.PendingTcpOpen;
 import openshell.isolation.SocketIdentity;
 import openshell.isolation.TcpDestination;
+import openshell.protocol.CreditedStream;
+import openshell.protocol.ProtocolException;
 import openshell.protocol.wire.DnsAnswer;
 import openshell.protocol.wire.DnsQuery;
 import openshell.protocol.wire.ExecutableFile;
@@ -46,8 +48,8 @@ import openshell.protocol.wire.RelayUp;
 final class RemoteMediation implements NetworkMediationSource {
     /** Pending opens and DNS queries queued for the supervisor's accept loops, each. */
     static final int MAX_QUEUED = 256;
-    /** Largest relay chunk sent in one message (one HTTP/2 frame). */
-    static final int MAX_CHUNK_BYTES = 16 * 1024;
+    /** Largest relay chunk sent in one message: the credited-stream bound. */
+    static final int MAX_CHUNK_BYTES = CreditedStream.MAX_CHUNK_BYTES;
     private static final int EACCES = 13;
     private static final int EAGAIN = 11;
     private static final int ETIMEDOUT = 110;
@@ -233,31 +235,37 @@ final class RemoteMediation implements NetworkMediationSource {
         public ByteChannel allow() {
             decideOnce();
             InboundBytes input = new InboundBytes();
-            StreamObserver<RelayUp> up = calls.async().relay(new StreamObserver<>() {
-                @Override
-                public void onNext(RelayDown down) {
-                    switch (down.getKindCase()) {
-                    case DATA -> input.deliver(down.getData().toByteArray());
-                    case HALF_CLOSE -> input.end();
-                    default -> {
-                        // nothing else is defined
-                    }
-                    }
-                }
+            CreditedStream<RelayDown, RelayUp> relay = CreditedStream.create(CreditedStream.Kind.SUPERVISOR_RELAY,
+                    new StreamObserver<>() {
+                        @Override
+                        public void onNext(RelayDown down) {
+                            switch (down.getKindCase()) {
+                            case DATA -> input.deliver(down.getData().toByteArray());
+                            case HALF_CLOSE -> input.end();
+                            default -> {
+                                // nothing else is defined
+                            }
+                            }
+                        }
 
-                @Override
-                public void onError(Throwable t) {
-                    input.fail("relay failed: " + t.getMessage());
-                }
+                        @Override
+                        public void onError(Throwable t) {
+                            input.fail("relay failed: " + t.getMessage());
+                        }
 
-                @Override
-                public void onCompleted() {
-                    input.end();
-                }
-            });
-            up.onNext(RelayUp.newBuilder().setDecision(RelayDecision.newBuilder()
-                    .setConnectionId(announced.getConnectionId()).setAllow(true)).build());
-            return new RelayBytes(up, input);
+                        @Override
+                        public void onCompleted() {
+                            input.end();
+                        }
+                    }, Thread.ofVirtual().name("relay-" + announced.getConnectionId()).factory());
+            relay.connect(calls.async().relay(relay.inbound()));
+            try {
+                relay.send(RelayUp.newBuilder().setDecision(RelayDecision.newBuilder()
+                        .setConnectionId(announced.getConnectionId()).setAllow(true)).build());
+            } catch (ProtocolException e) {
+                throw new BackendException(BackendException.Kind.UNAVAILABLE, "the relay stream failed: " + e.getMessage(), e);
+            }
+            return new RelayBytes(relay, input);
         }
 
         @Override
@@ -282,16 +290,20 @@ final class RemoteMediation implements NetworkMediationSource {
         }
     }
 
-    /** The supervisor's side of an allowed relay. */
+    /**
+     * The supervisor's side of an allowed relay: bytes go out as credited messages (the writer
+     * waits while {@link CreditedStream#MAX_IN_FLIGHT} are unacknowledged); closing the output
+     * sends half_close and keeps the stream open for the other direction.
+     */
     private static final class RelayBytes implements ByteChannel {
-        private final StreamObserver<RelayUp> up;
+        private final CreditedStream<RelayDown, RelayUp> relay;
         private final InboundBytes input;
         private final AtomicBoolean outputClosed = new AtomicBoolean();
         private final AtomicBoolean closed = new AtomicBoolean();
         private final OutputStream output;
 
-        RelayBytes(StreamObserver<RelayUp> up, InboundBytes input) {
-            this.up = up;
+        RelayBytes(CreditedStream<RelayDown, RelayUp> relay, InboundBytes input) {
+            this.relay = relay;
             this.input = input;
             this.output = new OutputStream() {
                 @Override
@@ -306,22 +318,25 @@ final class RemoteMediation implements NetworkMediationSource {
                     }
                     for (int at = off; at < off + len; at += MAX_CHUNK_BYTES) {
                         int n = Math.min(MAX_CHUNK_BYTES, off + len - at);
-                        synchronized (up) {
-                            up.onNext(RelayUp.newBuilder().setData(ByteString.copyFrom(b, at, n)).build());
-                        }
+                        send(RelayUp.newBuilder().setData(ByteString.copyFrom(b, at, n)).build());
                     }
                 }
 
                 @Override
-                public void close() {
+                public void close() throws IOException {
                     if (outputClosed.compareAndSet(false, true)) {
-                        synchronized (up) {
-                            up.onNext(RelayUp.newBuilder().setHalfClose(true).build());
-                            up.onCompleted();
-                        }
+                        send(RelayUp.newBuilder().setHalfClose(true).build());
                     }
                 }
             };
+        }
+
+        private void send(RelayUp message) throws IOException {
+            try {
+                relay.send(message);
+            } catch (ProtocolException e) {
+                throw new IOException("relay closed: " + e.getMessage(), e);
+            }
         }
 
         @Override
@@ -337,14 +352,9 @@ final class RemoteMediation implements NetworkMediationSource {
         @Override
         public void close() {
             if (closed.compareAndSet(false, true)) {
-                if (outputClosed.compareAndSet(false, true)) {
-                    synchronized (up) {
-                        if (up instanceof ClientCallStreamObserver<RelayUp> call) {
-                            call.cancel("relay closed by the supervisor", null);
-                        } else {
-                            up.onCompleted();
-                        }
-                    }
+                outputClosed.set(true);
+                if (!relay.isEnded()) {
+                    relay.fail(io.grpc.Status.CANCELLED.withDescription("relay closed by the supervisor"));
                 }
                 input.end();
             }

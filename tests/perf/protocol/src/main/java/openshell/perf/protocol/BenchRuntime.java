@@ -1,9 +1,12 @@
 package openshell.perf.protocol;
 
+import java.util.concurrent.atomic.AtomicReference;
+
 import com.google.protobuf.ByteString;
 import io.grpc.stub.StreamObserver;
 
 import openshell.protocol.ControlLedger;
+import openshell.protocol.CreditedStream;
 import openshell.protocol.wire.AttachRequest;
 import openshell.protocol.wire.AttachResult;
 import openshell.protocol.wire.ConfirmRequest;
@@ -17,7 +20,7 @@ import openshell.protocol.wire.SandboxRuntimeGrpc;
  * named {@code sink} counts what it receives, {@code source-N} sends N bytes.
  */
 final class BenchRuntime extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
-    static final int CHUNK = 32 * 1024;
+    static final int CHUNK = CreditedStream.MAX_CHUNK_BYTES;
 
     private final ControlLedger ledger;
 
@@ -39,26 +42,30 @@ final class BenchRuntime extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
 
     @Override
     public StreamObserver<RelayUp> relay(StreamObserver<RelayDown> down) {
-        return new StreamObserver<>() {
+        AtomicReference<CreditedStream<RelayUp, RelayDown>> self = new AtomicReference<>();
+        StreamObserver<RelayUp> handler = new StreamObserver<>() {
             private long sunk;
 
             @Override
             public void onNext(RelayUp up) {
+                CreditedStream<RelayUp, RelayDown> stream = self.get();
                 if (up.hasDecision()) {
                     String id = up.getDecision().getConnectionId();
                     if (id.startsWith("source-")) {
                         long bytes = Long.parseLong(id.substring("source-".length()));
-                        ByteString chunk = ByteString.copyFrom(new byte[CHUNK]);
-                        for (long sent = 0; sent < bytes; sent += CHUNK) {
-                            down.onNext(RelayDown.newBuilder().setData(chunk).build());
-                        }
-                        down.onCompleted();
+                        Thread.ofVirtual().start(() -> {
+                            ByteString chunk = ByteString.copyFrom(new byte[CHUNK]);
+                            for (long sent = 0; sent < bytes; sent += CHUNK) {
+                                stream.send(RelayDown.newBuilder().setData(chunk).build());
+                            }
+                            stream.complete();
+                        });
                     }
                 } else if (up.hasData()) {
                     sunk += up.getData().size();
                 } else if (up.getHalfClose()) {
-                    down.onNext(RelayDown.newBuilder().setData(ByteString.copyFromUtf8(Long.toString(sunk))).build());
-                    down.onCompleted();
+                    stream.send(RelayDown.newBuilder().setData(ByteString.copyFromUtf8(Long.toString(sunk))).build());
+                    stream.complete();
                 }
             }
 
@@ -70,5 +77,10 @@ final class BenchRuntime extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
             public void onCompleted() {
             }
         };
+        CreditedStream<RelayUp, RelayDown> stream = CreditedStream.create(CreditedStream.Kind.RUNTIME_RELAY, handler,
+                Thread.ofVirtual().factory());
+        self.set(stream);
+        stream.connect(down);
+        return stream.inbound();
     }
 }

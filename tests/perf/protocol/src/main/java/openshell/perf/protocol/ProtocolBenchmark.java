@@ -21,6 +21,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import com.google.protobuf.ByteString;
 import io.grpc.stub.StreamObserver;
 
+import openshell.protocol.CreditedStream;
 import openshell.protocol.Initiator;
 import openshell.protocol.LaunchTls;
 import openshell.protocol.RequestDigest;
@@ -151,19 +152,18 @@ public final class ProtocolBenchmark {
                                  List<Long> loaded) throws Exception {
         CountDownLatch done = new CountDownLatch(1);
         AtomicReference<Throwable> failure = new AtomicReference<>();
-        StreamObserver<RelayUp> up = SandboxRuntimeGrpc.newStub(link.channel()).relay(observer(done, failure, null));
-        up.onNext(RelayUp.newBuilder().setDecision(RelayDecision.newBuilder().setConnectionId("sink").setAllow(true))
+        CreditedStream<RelayDown, RelayUp> up = relay(link, observer(done, failure, null));
+        up.send(RelayUp.newBuilder().setDecision(RelayDecision.newBuilder().setConnectionId("sink").setAllow(true))
                 .build());
         ByteString chunk = ByteString.copyFrom(new byte[BenchRuntime.CHUNK]);
         AtomicLong sent = new AtomicLong();
         long start = System.nanoTime();
         Thread sender = Thread.ofVirtual().start(() -> {
             while (sent.get() < bytes) {
-                up.onNext(RelayUp.newBuilder().setData(chunk).build());
+                up.send(RelayUp.newBuilder().setData(chunk).build());
                 sent.addAndGet(chunk.size());
             }
-            up.onNext(RelayUp.newBuilder().setHalfClose(true).build());
-            up.onCompleted();
+            up.send(RelayUp.newBuilder().setHalfClose(true).build());
         });
         int call = 0;
         // At most MAX_LOADED_CALLS samples, one per 10 ms while the upload runs.
@@ -183,15 +183,22 @@ public final class ProtocolBenchmark {
         AtomicReference<Throwable> failure = new AtomicReference<>();
         AtomicLong received = new AtomicLong();
         long start = System.nanoTime();
-        StreamObserver<RelayUp> up = SandboxRuntimeGrpc.newStub(link.channel()).relay(observer(done, failure, received));
-        up.onNext(RelayUp.newBuilder().setDecision(RelayDecision.newBuilder().setConnectionId("source-" + bytes)
+        CreditedStream<RelayDown, RelayUp> up = relay(link, observer(done, failure, received));
+        up.send(RelayUp.newBuilder().setDecision(RelayDecision.newBuilder().setConnectionId("source-" + bytes)
                 .setAllow(true)).build());
         await(done, failure);
-        up.onCompleted();
         if (received.get() < bytes) {
             throw new IllegalStateException("download delivered " + received.get() + " of " + bytes);
         }
         return (System.nanoTime() - start) / 1e9;
+    }
+
+    /** The supervisor's end of a relay under message credits, as the product opens it. */
+    private static CreditedStream<RelayDown, RelayUp> relay(SupervisorLink link, StreamObserver<RelayDown> handler) {
+        CreditedStream<RelayDown, RelayUp> stream = CreditedStream.create(CreditedStream.Kind.SUPERVISOR_RELAY, handler,
+                Thread.ofVirtual().factory());
+        stream.connect(SandboxRuntimeGrpc.newStub(link.channel()).relay(stream.inbound()));
+        return stream;
     }
 
     private static StreamObserver<RelayDown> observer(CountDownLatch done, AtomicReference<Throwable> failure,
