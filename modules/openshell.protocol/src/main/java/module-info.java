@@ -97,6 +97,8 @@
  * <tr><td>STREAM_RELEASE_SLACK</td><td>256</td><td>runtime (HTTP/2 settings)</td>
  *     <td>the runtime admits MAX_CONCURRENT_STREAMS plus this, for slots freed just after the
  *     supervisor saw the stream end; past it Helidon closes the link</td></tr>
+ * <tr><td>RESET_GRACE</td><td>5 s</td><td>supervisor link</td>
+ *     <td>a stream the supervisor reset is forgotten; frames for it before then are dropped</td></tr>
  * <tr><td>KEEPALIVE_INTERVAL</td><td>5 s</td><td>supervisor link</td>
  *     <td>an HTTP/2 PING after this much read silence</td></tr>
  * <tr><td>KEEPALIVE_TIMEOUT</td><td>10 s</td><td>both ends</td>

@@ -39,7 +39,6 @@ import io.helidon.webclient.http2.StreamTimeoutException;
 final class LinkCall<Q, R> extends ClientCall<Q, R> {
     private static final Duration POLL = Duration.ofMillis(200);
     private static final Duration HEADER_WAIT = Duration.ofMillis(200);
-    private static final Duration RESET_GRACE = Duration.ofSeconds(5);
     private static final Http2StreamConfig STREAM_CONFIG = new Http2StreamConfig() {
         @Override
         public boolean priorKnowledge() {
@@ -364,7 +363,7 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
                 if (resetSent.get()) {
                     // Frames the runtime sent before it saw the reset may still come; Helidon
                     // 4.1.7's client fails the whole connection on frames for a stream it forgot.
-                    link.schedule(RESET_GRACE, opened::close);
+                    link.schedule(ProtocolLimits.RESET_GRACE, opened::close);
                 } else {
                     opened.close();
                 }

@@ -35,6 +35,11 @@ public final class ProtocolLimits {
      * and Helidon 4.1.7 closes the whole connection (not just the stream) past its limit.
      */
     public static final int STREAM_RELEASE_SLACK = 256;
+    /**
+     * How long the supervisor still accepts frames for a stream it reset: frames the runtime
+     * sent before it saw the reset must not fail Helidon 4.1.7's client connection.
+     */
+    public static final Duration RESET_GRACE = Duration.ofSeconds(5);
     /** The supervisor pings when the connection was quiet this long. */
     public static final Duration KEEPALIVE_INTERVAL = Duration.ofSeconds(5);
     /** A connection with nothing read for this long is declared lost and closed. */

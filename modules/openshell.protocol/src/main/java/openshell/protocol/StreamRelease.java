@@ -44,8 +44,9 @@ import io.helidon.webserver.http2.spi.SubProtocolResult;
  * {@code CLOSED}, so the stream task ends {@code CLOSED} and Helidon frees the slot. When
  * the client ends first, the stream task waits (on its own virtual thread) for the call to
  * close; when the call closes first, the stream keeps reading until the client's
- * END_STREAM, which {@link LinkCall} always sends, and frames after the close are not
- * handed to the finished call. Only public SPI is used.
+ * END_STREAM (which {@link LinkCall} sends after the trailers) or reset, and frames after
+ * the close are not handed to the finished call. A reset the {@link ResetTap} reports
+ * cancels the call through {@link CancelBridge}. Only public SPI is used.
  */
 final class StreamRelease implements Http2SubProtocolSelector.SubProtocolHandler {
     private static final ThreadLocal<StreamRelease> CURRENT = new ThreadLocal<>();
