@@ -55,7 +55,7 @@ final class TestRuntime extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
     final ControlLedger ledger;
     final AtomicInteger executions = new AtomicInteger();
     final Map<Long, DnsAnswer> dnsAnswers = new ConcurrentHashMap<>();
-    /** Relays the supervisor cancelled, as this service was told (onCancel handler). */
+    /** Relays the supervisor cancelled, as this service was told (CreditedStream's cancel handler). */
     final AtomicInteger relayCancels = new AtomicInteger();
     /** Released to let a stalled relay ({@code stall}) read again. */
     final CountDownLatch stalled = new CountDownLatch(1);
@@ -185,7 +185,6 @@ final class TestRuntime extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
      */
     @Override
     public StreamObserver<RelayUp> relay(StreamObserver<RelayDown> down) {
-        ((io.grpc.stub.ServerCallStreamObserver<RelayDown>) down).setOnCancelHandler(relayCancels::incrementAndGet);
         AtomicReference<CreditedStream<RelayUp, RelayDown>> self = new AtomicReference<>();
         StreamObserver<RelayUp> handler = new StreamObserver<>() {
             private boolean decided;
@@ -249,6 +248,9 @@ final class TestRuntime extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
 
             @Override
             public void onError(Throwable t) {
+                if (Status.fromThrowable(t).getCode() == Status.Code.CANCELLED) {
+                    relayCancels.incrementAndGet();
+                }
             }
 
             @Override
