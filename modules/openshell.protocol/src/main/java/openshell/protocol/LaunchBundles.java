@@ -42,7 +42,8 @@ import openshell.protocol.wire.VerificationKey;
  * standard input; each main reads its own with {@link #read}, parses it with
  * {@link #runtimeBundle(byte[])} or {@link #supervisorBundle(byte[])}, and zeroes the bytes.
  * The split is the point: the runtime bundle carries only the runtime's TLS identity, the
- * gateway's public key and ids; tokens, policy and credentials go to the supervisor only.
+ * gateway's public key, ids and the workload's uid/gid; tokens, policy and credentials go to
+ * the supervisor only.
  * Every malformed bundle is refused with {@link Refusal#BUNDLE_INVALID} and a message that
  * names the field but never a secret.
  */
@@ -402,6 +403,8 @@ public final class LaunchBundles {
                             .setPublicKeyDer(ByteString.copyFrom(issuer.verificationKey().publicKey().getEncoded())))
                     .setTlsLeafKeyPkcs8(ByteString.copyFrom(tls.runtime().leafKey().getEncoded()))
                     .addAllTlsChainDer(encoded(tls.runtime().chain()))
+                    .setWorkloadUid(request.workloadUid)
+                    .setWorkloadGid(request.workloadGid)
                     .build();
             openshell.protocol.wire.SupervisorBundle.Builder supervisor = openshell.protocol.wire.SupervisorBundle.newBuilder()
                     .setFormat(SUPERVISOR_FORMAT)
@@ -505,7 +508,8 @@ public final class LaunchBundles {
             chain.add(certificate(der, "tls_chain_der"));
         }
         return new RuntimeBundle(sandboxId, sessionId, generation, tokenIssuer, key,
-                new RuntimeTlsIdentity(serverName, leafKey, chain));
+                new RuntimeTlsIdentity(serverName, leafKey, chain), requireWorkloadId(wire.getWorkloadUid(), "workload_uid"),
+                requireWorkloadId(wire.getWorkloadGid(), "workload_gid"));
     }
 
     /**

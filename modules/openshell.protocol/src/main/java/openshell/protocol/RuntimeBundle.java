@@ -13,9 +13,11 @@ import java.util.Objects;
  * @param tokenIssuer     the {@code iss} every bearer token must carry
  * @param verificationKey the gateway's token verification key
  * @param identity        the runtime's TLS server identity
+ * @param workloadUid     the user id workload processes run as (never 0)
+ * @param workloadGid     the group id workload processes run as (never 0)
  */
 public record RuntimeBundle(String sandboxId, String sessionId, long generation, String tokenIssuer,
-                            TokenKey verificationKey, RuntimeTlsIdentity identity) {
+                            TokenKey verificationKey, RuntimeTlsIdentity identity, int workloadUid, int workloadGid) {
     /** The component every supervisor token is minted for. */
     public static final String SUPERVISOR_COMPONENT = "supervisor";
 
@@ -28,6 +30,8 @@ public record RuntimeBundle(String sandboxId, String sessionId, long generation,
      * @param tokenIssuer     issuer
      * @param verificationKey key
      * @param identity        TLS identity
+     * @param workloadUid     workload uid
+     * @param workloadGid     workload gid
      */
     public RuntimeBundle {
         Objects.requireNonNull(sandboxId);
@@ -50,6 +54,6 @@ public record RuntimeBundle(String sandboxId, String sessionId, long generation,
     @Override
     public String toString() {
         return "RuntimeBundle[sandbox=" + sandboxId + ", session=" + sessionId + ", generation=" + generation
-                + ", key=" + verificationKey.keyId() + "]";
+                + ", key=" + verificationKey.keyId() + ", workload=" + workloadUid + ":" + workloadGid + "]";
     }
 }

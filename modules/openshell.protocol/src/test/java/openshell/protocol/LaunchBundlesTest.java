@@ -58,6 +58,8 @@ class LaunchBundlesTest {
         assertArrayEquals(ISSUER.verificationKey().publicKey().getEncoded(), runtime.verificationKey().publicKey().getEncoded());
         assertEquals("sandbox.session-42.openshell.internal", runtime.identity().serverName());
         assertEquals(2, runtime.identity().chain().size());
+        assertEquals(1000, runtime.workloadUid());
+        assertEquals(1000, runtime.workloadGid());
 
         assertEquals("sbx-42", supervisor.sandboxId());
         assertEquals(7, supervisor.generation());
@@ -215,6 +217,8 @@ class LaunchBundlesTest {
                 .toByteArray())).getMessage().contains("tls_leaf_key_pkcs8"));
         assertTrue(refused(() -> LaunchBundles.runtimeBundle(runtime.toBuilder().clearTlsChainDer().build()
                 .toByteArray())).getMessage().contains("tls_chain_der"));
+        assertTrue(refused(() -> LaunchBundles.runtimeBundle(runtime.toBuilder().clearWorkloadUid().build()
+                .toByteArray())).getMessage().contains("workload_uid"));
         assertTrue(refused(() -> LaunchBundles.runtimeBundle(runtime.toBuilder().clearTokenIssuer().build()
                 .toByteArray())).getMessage().contains("token_issuer"));
     }
