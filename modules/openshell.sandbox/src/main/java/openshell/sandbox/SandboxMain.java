@@ -52,6 +52,15 @@ public final class SandboxMain {
     static final Duration ENDED_LINGER = Duration.ofSeconds(30);
     /** How often the main looks at the boundary and the links. */
     static final Duration WATCH_INTERVAL = Duration.ofMillis(200);
+    /**
+     * Who may be at the other end of the channel this runtime dials. The supervisor runs as a host
+     * user that is not mapped into the sandbox's user namespace, so the kernel reports it as the
+     * overflow uid, which cannot be told apart from a mapped one: the peer's uid proves nothing
+     * here. What does: the runtime dials a path in the sandbox's 0700 run directory (writable only
+     * by host root and this runtime), and every call must then present a sandbox-audience token
+     * over TLS with this launch's identity.
+     */
+    static final openshell.protocol.UnixPeerPolicy SUPERVISOR_PEER = peer -> { };
     /** What the runtime reports as the enforced policy's digest: it holds no policy, the supervisor does. */
     static final String POLICY_HELD_BY_SUPERVISOR = "held-by-supervisor";
 
@@ -166,6 +175,7 @@ public final class SandboxMain {
                          .initiator(Initiator.RUNTIME)
                          .identity(bundle.identity())
                          .verifier(bundle.verifier())
+                         .peerPolicy(SUPERVISOR_PEER)
                          .addService(new RuntimeService(control, arguments.generation(), Clock.systemUTC()))
                          .build()) {
                 endpoint.start();
