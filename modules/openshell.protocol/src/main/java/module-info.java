@@ -8,8 +8,8 @@
  * and its generated messages and stubs in {@code openshell.protocol.wire}; both are
  * exported, qualified, to {@code openshell.sandbox} (serves {@code RuntimeEndpoint}) and
  * {@code openshell.supervisor} (opens {@code SupervisorEndpoint}/{@code SupervisorLink}).
- * {@code openshell.gateway} (mints with {@code TokenIssuer}, issues {@code LaunchTls}) adds
- * its {@code exports ... to} line when it uses them. The friends are compiled after this
+ * {@code openshell.gateway} receives package {@code openshell.protocol}: it mints each launch's
+ * bundles with {@code LaunchBundles} (TLS material and the token pair) and refreshes tokens. The friends are compiled after this
  * module, so javac cannot see them here: hence {@code @SuppressWarnings("module")}.
  *
  * <h2>Roles</h2>
@@ -110,11 +110,13 @@
  * <tr><td>TOKEN_MIN/MAX_LIFETIME, TOKEN_LEEWAY</td><td>1 min / 1 h, 30 s</td>
  *     <td>issuer and verifier</td><td>TOKEN_BAD_LIFETIME, TOKEN_EXPIRED, TOKEN_NOT_YET_VALID</td></tr>
  * <tr><td>TLS_VALIDITY</td><td>2 days</td><td>LaunchTls</td><td>the launch's certificates expire</td></tr>
+ * <tr><td>LaunchBundles.MAX_BUNDLE_BYTES</td><td>1 MiB</td><td>minting and both mains</td>
+ *     <td>a larger launch bundle is neither minted nor read (BUNDLE_INVALID)</td></tr>
  * </table>
  */
 @SuppressWarnings("module")
 module openshell.protocol {
-    exports openshell.protocol to openshell.sandbox, openshell.supervisor;
+    exports openshell.protocol to openshell.sandbox, openshell.supervisor, openshell.gateway;
     exports openshell.protocol.wire to openshell.sandbox, openshell.supervisor;
 
     requires io.helidon.webserver;

@@ -1,0 +1,13 @@
+/**
+ * End-to-end tests of one sandbox as a black box: the gateway's part (minting launch bundles) done
+ * by the test, the process driver found through the compute driver SPI, and the real supervisor and
+ * sandbox runtime mains started by it as separate processes. Runs as root (the process driver maps
+ * a private id range); says so loudly otherwise.
+ */
+open module openshell.tests.sandbox {
+    requires openshell.driver;
+    requires openshell.isolation;
+    requires openshell.protocol;
+    requires org.junit.jupiter.api;
+    requires jdk.httpserver;
+}

@@ -1,0 +1,246 @@
+package openshell.tests.sandbox;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import com.sun.net.httpserver.HttpServer;
+import java.io.IOException;
+import java.net.Inet4Address;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.NetworkInterface;
+import java.net.SocketException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import openshell.driver.ComputeDriver;
+import openshell.driver.DialDirection;
+import openshell.driver.DriverEnvironment;
+import openshell.driver.DriverRegistry;
+import openshell.driver.LaunchMaterial;
+import openshell.driver.LaunchPlan;
+import openshell.driver.Provisioned;
+import openshell.isolation.AgentSpec;
+import openshell.isolation.PolicySnapshot;
+import openshell.isolation.SandboxContext;
+import openshell.isolation.SandboxId;
+import openshell.isolation.SandboxSessionId;
+import openshell.isolation.WorkloadIdentity;
+import openshell.protocol.LaunchBundles;
+import openshell.protocol.TokenIssuer;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The README's main job, below the gateway: an agent in a sandbox created by the process driver
+ * makes an allowed request with curl, one to an undeclared host, the allowed request again from
+ * another binary (python3), and a request the L7 rules deny. The upstream is a real HTTP server on
+ * the host's first non-loopback IPv4 address (policy never allows loopback upstreams).
+ */
+class AgentInASandboxTest {
+    /** Longest wait for the agent to finish its four requests (two JVM starts, launcher JVMs, 2 cores). */
+    private static final Duration AGENT_WAIT = Duration.ofSeconds(240);
+    private static final int WORKLOAD_ID = 1000;
+    private static final String ALLOWED_BODY = "allowed-body-7f3a";
+
+    @Test
+    void anAgentIsAllowedOneRequestAndDeniedAnUndeclaredHostAnotherBinaryAndAnL7Rule() throws Exception {
+        if (!"root".equals(System.getProperty("user.name"))) {
+            fail("this end-to-end test needs root: the process driver maps a private uid range for each sandbox");
+        }
+        InetAddress host = firstNonLoopbackIpv4();
+        List<String> upstreamSaw = new CopyOnWriteArrayList<>();
+        HttpServer upstream = HttpServer.create(new InetSocketAddress(host, 0), 16);
+        upstream.createContext("/", exchange -> {
+            upstreamSaw.add(exchange.getRequestMethod() + " " + exchange.getRequestURI().getPath());
+            byte[] body = (exchange.getRequestURI().getPath().equals("/allowed") ? ALLOWED_BODY : "upstream-should-never-answer")
+                    .getBytes(StandardCharsets.UTF_8);
+            exchange.sendResponseHeaders(200, body.length);
+            exchange.getResponseBody().write(body);
+            exchange.close();
+        });
+        upstream.start();
+        String base = "http://" + host.getHostAddress() + ":" + upstream.getAddress().getPort();
+
+        Path work = Path.of(System.getProperty("openshell.mains.work.dir"));
+        Files.createDirectories(work);
+        Path root = Files.createTempDirectory(work, "run");
+        // The sandbox's mapped root and workload reach the launchers, the run root and the workspace.
+        Files.setPosixFilePermissions(root, PosixFilePermissions.fromString("rwx--x--x"));
+        Path bin = Files.createDirectory(root.resolve("bin"));
+        Files.setPosixFilePermissions(bin, PosixFilePermissions.fromString("rwxr-xr-x"));
+        Path runRoot = Files.createDirectory(root.resolve("run"));
+        Files.setPosixFilePermissions(runRoot, PosixFilePermissions.fromString("rwx--x--x"));
+        Path stateRoot = Files.createDirectory(root.resolve("state"));
+        Path workspace = Files.createDirectory(root.resolve("workspace"));
+        Files.setPosixFilePermissions(workspace, PosixFilePermissions.fromString("rwxrwxrwx"));
+        String modulePath = readableModulePath(Files.createDirectory(root.resolve("lib")));
+        Path supervisorLauncher = launcher(bin.resolve("openshell-supervisor"), modulePath,
+                "openshell.supervisor/openshell.supervisor.SupervisorMain");
+        Path runtimeLauncher = launcher(bin.resolve("openshell-sandbox"), modulePath,
+                "openshell.sandbox/openshell.sandbox.SandboxMain");
+        Path agent = Files.writeString(workspace.resolve("agent.sh"), agentScript(base));
+        Files.setPosixFilePermissions(agent, PosixFilePermissions.fromString("rwxr-xr-x"));
+
+        String policy = """
+                version: 1
+                network_policies:
+                  demo:
+                    endpoints:
+                      - host: "%s"
+                        port: %d
+                        protocol: rest
+                        rules:
+                          - {method: GET, path: /allowed}
+                    binaries:
+                      - path: /usr/bin/curl
+                """.formatted(host.getHostAddress(), upstream.getAddress().getPort());
+        SandboxId id = new SandboxId("e2e-" + Long.toHexString(System.nanoTime() & 0xffffff));
+        SandboxSessionId session = SandboxSessionId.fresh();
+        Map<String, String> env = Map.of("PATH", "/usr/bin:/bin", "HOME", workspace.toString(), "OUT", workspace.toString());
+        TokenIssuer issuer = TokenIssuer.generate("openshell-gateway", "gateway-key-1", java.time.Clock.systemUTC());
+        LaunchBundles.Minted minted = LaunchBundles.mint(LaunchBundles.Request.builder().sandboxId(id.value())
+                .sessionId(session.value()).generation(1).policyYaml(policy)
+                .agent(new LaunchBundles.Agent(List.of("/bin/bash", agent.toString()), env, workspace.toString()))
+                .workload(WORKLOAD_ID, WORKLOAD_ID).build(), issuer, 1);
+
+        ComputeDriver driver = DriverRegistry.load().driver("process", new DriverEnvironment(stateRoot, Map.of(
+                "supervisor.launcher", supervisorLauncher.toString(), "runtime.launcher", runtimeLauncher.toString(),
+                "run.root", runRoot.toString())));
+        SandboxContext context = new SandboxContext(id, session, PolicySnapshot.of(1, policy.getBytes(StandardCharsets.UTF_8)),
+                new AgentSpec(List.of("/bin/bash", agent.toString()), env, workspace.toString()),
+                new WorkloadIdentity(WORKLOAD_ID, WORKLOAD_ID, List.of()));
+        Provisioned provisioned = driver.create(new LaunchPlan(context, 1,
+                LaunchMaterial.of(minted.supervisorBundle(), minted.runtimeBundle()), Map.of("workspace", workspace.toString())));
+        Path supervisorLog = stateRoot.resolve("process/sandboxes").resolve(id.value()).resolve("supervisor.log");
+        Path runtimeLog = stateRoot.resolve("process/sandboxes").resolve(id.value()).resolve("runtime.log");
+        try {
+            assertEquals(DialDirection.RUNTIME_INITIATED, provisioned.direction());
+            Path done = workspace.resolve("done");
+            long deadline = System.nanoTime() + AGENT_WAIT.toNanos();
+            while (!Files.exists(done) && System.nanoTime() < deadline && !text(supervisorLog).contains("the agent ended")
+                    && !text(supervisorLog).contains("boundary failed")) {
+                Thread.sleep(200);
+            }
+            String logs = "\n--- supervisor.log\n" + text(supervisorLog) + "\n--- runtime.log\n" + text(runtimeLog)
+                    + "\n--- agent\n" + text(workspace.resolve("agent.log"));
+            assertTrue(Files.exists(done), "the agent did not finish within " + AGENT_WAIT + logs);
+
+            String supervisor = text(supervisorLog);
+            assertTrue(supervisor.lines().anyMatch(l -> l.startsWith("{\"ready\":true,\"admin\":\"http://127.0.0.1:")), logs);
+
+            // Denied: an undeclared host (its name is not answered, and nothing is dialled).
+            assertFalse(text(workspace.resolve("undeclared.code")).strip().equals("200"), logs);
+            assertFalse(text(workspace.resolve("undeclared.rc")).strip().equals("0"), logs);
+            // Denied: the allowed URL from another binary; the connect fails with EACCES.
+            String python = text(workspace.resolve("python.out"));
+            assertTrue(python.startsWith("denied") && python.contains("PermissionError(13"), python + logs);
+            // Denied by the L7 rule: the supervisor answers 403 with a JSON body naming why.
+            assertEquals("403", text(workspace.resolve("forbidden.code")).strip(), logs);
+            assertTrue(text(workspace.resolve("forbidden.body")).contains("{"), logs);
+            assertFalse(upstreamSaw.contains("GET /forbidden"), "the upstream never saw the denied request: " + upstreamSaw);
+            // Allowed: curl reaches the upstream through the supervisor.
+            assertEquals("200", text(workspace.resolve("allowed.code")).strip(), logs);
+            assertEquals(ALLOWED_BODY, text(workspace.resolve("allowed.body")), logs);
+            assertTrue(upstreamSaw.contains("GET /allowed"), upstreamSaw.toString());
+
+            // One audit line per decision, with the binary that made it.
+            List<String> audit = supervisor.lines().filter(l -> l.startsWith("{\"time\"")).toList();
+            assertTrue(audit.stream().anyMatch(l -> l.contains("\"decision\":\"allow\"") && l.contains("/usr/bin/curl")
+                    && l.contains(host.getHostAddress())), audit.toString());
+            assertTrue(audit.stream().anyMatch(l -> l.contains("\"decision\":\"deny\"") && l.contains("python3")), audit.toString());
+            assertTrue(audit.stream().anyMatch(l -> l.contains("\"decision\":\"deny\"") && l.contains("/forbidden")), audit.toString());
+        } finally {
+            driver.delete(id, provisioned.state());
+            upstream.stop(0);
+        }
+        assertFalse(Files.exists(runRoot.resolve(id.value())), "the run directory is gone");
+    }
+
+    /** The agent: four requests, each outcome written to the workspace for the test to read. */
+    private static String agentScript(String base) {
+        return """
+                #!/bin/bash
+                exec >"$OUT/agent.log" 2>&1
+                cd "$OUT"
+                id
+                curl -sS -o allowed.body -w '%%{http_code}' --max-time 60 %1$s/allowed >allowed.code; echo $? >allowed.rc
+                curl -sS -o /dev/null -w '%%{http_code}' --max-time 60 http://undeclared.example.test/ >undeclared.code; echo $? >undeclared.rc
+                /usr/bin/python3 - >python.out 2>&1 <<'PY'
+                import urllib.request
+                try:
+                    urllib.request.urlopen('%1$s/allowed', timeout=60).read()
+                    print('allowed')
+                except Exception as e:
+                    print('denied', repr(e))
+                PY
+                curl -sS -o forbidden.body -w '%%{http_code}' --max-time 60 %1$s/forbidden >forbidden.code; echo $? >forbidden.rc
+                touch done
+                """.formatted(base);
+    }
+
+    /**
+     * The mains' module path, with every jar copied where the sandbox's mapped root can read it (the
+     * local Maven repository is under root's 0700 home).
+     */
+    private static String readableModulePath(Path lib) throws IOException {
+        Files.setPosixFilePermissions(lib, PosixFilePermissions.fromString("rwxr-xr-x"));
+        List<String> entries = new ArrayList<>();
+        for (String entry : Files.readString(Path.of(System.getProperty("openshell.mains.module.path.file"))).strip()
+                .split(java.io.File.pathSeparator)) {
+            Path source = Path.of(entry);
+            if (Files.isRegularFile(source)) {
+                Path copy = lib.resolve(source.getFileName());
+                Files.copy(source, copy, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+                Files.setPosixFilePermissions(copy, PosixFilePermissions.fromString("rw-r--r--"));
+                entries.add(copy.toString());
+            } else {
+                entries.add(entry);
+            }
+        }
+        return String.join(java.io.File.pathSeparator, entries);
+    }
+
+    private static Path launcher(Path file, String modulePath, String mainModule) throws IOException {
+        String script = "#!/bin/sh\nexec " + Path.of(System.getProperty("java.home"), "bin", "java")
+                + " --enable-native-access=com.sun.jna -Djna.boot.library.path=" + System.getProperty("openshell.mains.jna.dir")
+                + " -Djna.nounpack=true -Djna.noclasspath=true --add-modules ALL-MODULE-PATH -p " + modulePath + " -m " + mainModule + " \"$@\"\n";
+        Files.writeString(file, script);
+        Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rwxr-xr-x"));
+        return file;
+    }
+
+    private static InetAddress firstNonLoopbackIpv4() throws SocketException {
+        List<InetAddress> found = new ArrayList<>();
+        for (NetworkInterface nic : Collections.list(NetworkInterface.getNetworkInterfaces())) {
+            if (!nic.isUp() || nic.isLoopback()) {
+                continue;
+            }
+            for (InetAddress a : Collections.list(nic.getInetAddresses())) {
+                if (a instanceof Inet4Address && !a.isLoopbackAddress() && !a.isLinkLocalAddress()) {
+                    found.add(a);
+                }
+            }
+        }
+        if (found.isEmpty()) {
+            fail("this host has no non-loopback IPv4 address: the upstream must not be on loopback (policy refuses it)");
+        }
+        return found.getFirst();
+    }
+
+    private static String text(Path file) {
+        try {
+            return Files.exists(file) ? Files.readString(file) : "";
+        } catch (IOException e) {
+            return "(unreadable: " + e.getMessage() + ")";
+        }
+    }
+}
