@@ -19,6 +19,12 @@ module openshell.gateway {
     requires java.sql;
     requires openshell.driver;
     requires openshell.isolation;
+    requires openshell.policy;
+    requires openshell.protocol;
+    requires io.helidon.webserver.grpc;
+    requires io.grpc;
+    requires io.grpc.stub;
+    requires com.google.protobuf;
     requires io.helidon.common.config;
     requires io.helidon.http;
     requires io.helidon.webserver;
