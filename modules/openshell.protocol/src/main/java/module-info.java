@@ -8,9 +8,11 @@
  * and its generated messages and stubs in {@code openshell.protocol.wire}; both are
  * exported, qualified, to {@code openshell.sandbox} (serves {@code RuntimeEndpoint}) and
  * {@code openshell.supervisor} (opens {@code SupervisorEndpoint}/{@code SupervisorLink}).
- * {@code openshell.gateway} mints with {@code TokenIssuer} (over its persisted signing key,
- * {@code TokenIssuer.of}) and serves the supervisor session ({@code session.proto}: one
- * outbound stream per supervisor, whose stubs both ends need, which is why it lives here). The friends are compiled after this
+ * {@code openshell.gateway} receives both packages: it mints each launch's bundles with
+ * {@code LaunchBundles} (TLS material and the token pair) over its persisted signing key
+ * ({@code TokenIssuer.of}), refreshes tokens, and serves the supervisor session
+ * ({@code session.proto}: one outbound stream per supervisor, whose stubs both ends need,
+ * which is why it lives here). The friends are compiled after this
  * module, so javac cannot see them here: hence {@code @SuppressWarnings("module")}.
  *
  * <h2>Roles</h2>
@@ -74,6 +76,8 @@
  * <tr><td>TOKEN_MIN/MAX_LIFETIME, TOKEN_LEEWAY</td><td>1 min / 1 h, 30 s</td>
  *     <td>issuer and verifier</td><td>TOKEN_BAD_LIFETIME, TOKEN_EXPIRED, TOKEN_NOT_YET_VALID</td></tr>
  * <tr><td>TLS_VALIDITY</td><td>2 days</td><td>LaunchTls</td><td>the launch's certificates expire</td></tr>
+ * <tr><td>LaunchBundles.MAX_BUNDLE_BYTES</td><td>1 MiB</td><td>minting and both mains</td>
+ *     <td>a larger launch bundle is neither minted nor read (BUNDLE_INVALID)</td></tr>
  * </table>
  */
 @SuppressWarnings("module")

@@ -1,11 +1,14 @@
 package openshell.gateway;
 
+import java.nio.charset.StandardCharsets;
 import java.util.function.Supplier;
 
-import openshell.driver.DriverException;
+import openshell.driver.LaunchMaterial;
+import openshell.protocol.LaunchBundles;
+import openshell.protocol.ProtocolException;
 import openshell.protocol.TokenIssuer;
 
-/** The gateway's launch sealer: bundles for the supervisor and the sandbox runtime. */
+/** The gateway's launch sealer: {@link LaunchBundles} over the gateway's persisted signing key. */
 final class LaunchSeals {
     private LaunchSeals() {
     }
@@ -16,10 +19,25 @@ final class LaunchSeals {
      * @return the sealer
      */
     static LaunchSealer standard(TokenIssuer issuer, Supplier<String> gatewayUrl) {
-        // The bundle format belongs to the supervisor and runtime mains (openshell.protocol.LaunchBundles).
-        return (context, generation, epoch) -> {
-            throw new DriverException(DriverException.Kind.UNAVAILABLE, "this build cannot seal launch bundles yet "
-                    + "(openshell.protocol.LaunchBundles is not merged)");
+        return (context, generation, epoch, credentials) -> {
+            try {
+                LaunchBundles.Request.Builder request = LaunchBundles.Request.builder()
+                        .sandboxId(context.sandboxId().value())
+                        .sessionId(context.sessionId().value())
+                        .sessionLineage(context.sessionId().value())
+                        .generation(generation)
+                        .policyYaml(new String(context.policy().document(), StandardCharsets.UTF_8))
+                        .agent(new LaunchBundles.Agent(context.agent().argv(), context.agent().environment(),
+                                context.agent().workingDirectory()))
+                        .workload(context.workload().uid(), context.workload().gid())
+                        .gatewayEndpoint(gatewayUrl.get())
+                        .tokenLifetime(SessionHub.TOKEN_LIFETIME);
+                credentials.forEach(request::addCredential);
+                LaunchBundles.Minted minted = LaunchBundles.mint(request.build(), issuer, epoch);
+                return LaunchMaterial.of(minted.supervisorBundle(), minted.runtimeBundle());
+            } catch (ProtocolException e) {
+                throw new GatewayException(GatewayException.Reason.INVALID, "cannot seal the launch: " + e.getMessage(), e);
+            }
         };
     }
 }

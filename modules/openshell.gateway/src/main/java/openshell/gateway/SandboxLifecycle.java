@@ -30,6 +30,7 @@ import openshell.isolation.SandboxSessionId;
 import openshell.isolation.WorkloadIdentity;
 import openshell.policy.Policy;
 import openshell.policy.PolicyProblem;
+import openshell.protocol.LaunchBundles;
 import openshell.protocol.wire.PolicyOutcome;
 
 /**
@@ -92,7 +93,7 @@ final class SandboxLifecycle {
         String lineage = SandboxSessionId.fresh().value();
         SandboxContext context = new SandboxContext(id, new SandboxSessionId(lineage),
                 PolicySnapshot.of(1, policy.getBytes(StandardCharsets.UTF_8)), agent, WORKLOAD);
-        LaunchPlan plan = new LaunchPlan(context, 1, sealer.seal(context, 1, 1), spec.driverOptions());
+        LaunchPlan plan = new LaunchPlan(context, 1, sealer.seal(context, 1, 1, credentials(spec)), spec.driverOptions());
         Provisioned provisioned = driver.create(plan);
         Instant now = Instant.now().truncatedTo(ChronoUnit.MILLIS);
         try {
@@ -132,7 +133,7 @@ final class SandboxLifecycle {
                 PolicySnapshot.of(next.policyGeneration(), next.policyDocument().getBytes(StandardCharsets.UTF_8)),
                 withProviders(spec), WORKLOAD);
         LaunchPlan plan = new LaunchPlan(context, next.runtimeGeneration(),
-                sealer.seal(context, next.runtimeGeneration(), 1), spec.driverOptions());
+                sealer.seal(context, next.runtimeGeneration(), 1, credentials(spec)), spec.driverOptions());
         Provisioned provisioned = driver(record).start(record.id(), record.provisioned().state(), plan);
         return store.update(next.withProvisioned(provisioned).withState(SandboxState.PROVISIONING));
     }
@@ -185,6 +186,22 @@ final class SandboxLifecycle {
             env.put(p.envVar(), p.placeholder());
         }
         return new AgentSpec(spec.agent().argv(), env, spec.agent().workingDirectory());
+    }
+
+    /** The attached providers' values, for the supervisor's bundle only; zeroed copies never linger here. */
+    private List<LaunchBundles.Credential> credentials(LaunchSpec spec) {
+        List<LaunchBundles.Credential> out = new java.util.ArrayList<>();
+        for (String name : spec.providers()) {
+            ProviderRecord p = providers.find(name).orElseThrow(() -> new GatewayException(Reason.INVALID,
+                    "no provider named '" + name + "' (openshell provider list)"));
+            byte[] secret = providers.secret(name);
+            try {
+                out.add(new LaunchBundles.Credential(name, secret, p.hosts()));
+            } finally {
+                java.util.Arrays.fill(secret, (byte) 0);
+            }
+        }
+        return out;
     }
 
     private static void requireValid(String policy) {

@@ -144,7 +144,7 @@ class SandboxSessionTest {
                 }
             };
             GatewayServer server = GatewayServer.start(config, DriverRegistry.of(List.of(provider)),
-                    (issuer, url) -> (context, generation, epoch) -> {
+                    (issuer, url) -> (context, generation, epoch, credentials) -> {
                         var pair = issuer.mintPair(new TokenGrant(context.sandboxId().value(), generation,
                                 context.sessionId().value(), SessionHub.COMPONENT, SessionHub.TOKEN_LIFETIME), epoch);
                         return LaunchMaterial.of(pair.gatewayToken().getBytes(StandardCharsets.US_ASCII),

@@ -53,6 +53,8 @@ public enum Refusal {
     ATTACH_CONFLICT,
     /** The peer stopped answering keepalive pings. */
     PEER_SILENT,
+    /** A launch bundle that is empty, too large, corrupt, of the wrong kind or missing a field. */
+    BUNDLE_INVALID,
     /** Bad input to an API call of this module. */
     INVALID_ARGUMENT,
     /** Transport or TLS failure. */
