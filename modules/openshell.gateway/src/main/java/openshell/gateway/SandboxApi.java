@@ -43,6 +43,8 @@ final class SandboxApi {
     static final int MAX_EXEC_STDIN_BYTES = 32 * 1024;
     /** How often a streaming exec checks that its session is still there while no output comes. */
     static final Duration EXEC_POLL = Duration.ofSeconds(1);
+    /** An empty {@code {}} line after this much silence, so clients can tell a quiet command from a dead link. */
+    static final Duration EXEC_HEARTBEAT = Duration.ofSeconds(10);
     private static final Status UNPROCESSABLE = Status.create(422, "Unprocessable Entity");
 
     private final SandboxStore store;
@@ -155,11 +157,18 @@ final class SandboxApi {
         SessionHub.ExecRelay relay = sessions.exec(record.id(), exec, stdin);
         res.status(Status.OK_200).header(HeaderNames.CONTENT_TYPE, "application/x-ndjson");
         try (OutputStream out = res.outputStream()) {
+            long lastWrite = System.nanoTime();
             while (true) {
                 Optional<RemoteExecEvent> next = relay.next(EXEC_POLL);
                 if (next.isEmpty()) {
+                    if (System.nanoTime() - lastWrite >= EXEC_HEARTBEAT.toNanos()) {
+                        out.write("{}\n".getBytes(StandardCharsets.UTF_8));
+                        out.flush();
+                        lastWrite = System.nanoTime();
+                    }
                     continue;
                 }
+                lastWrite = System.nanoTime();
                 RemoteExecEvent e = next.get();
                 JsonObjectBuilder line = Json.createObjectBuilder();
                 switch (e.getKindCase()) {
