@@ -10,6 +10,7 @@ import java.util.Deque;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CountDownLatch;
 
 import openshell.driver.DriverRegistry;
@@ -21,13 +22,18 @@ import openshell.gateway.store.StoreConfig;
  * {@code --database-user U} for PostgreSQL, whose password is read from the environment variable
  * {@code OPENSHELL_DATABASE_PASSWORD} (never a command line, where every local user could read it), and
  * {@code --driver-setting KEY=VALUE} (repeatable) for the drivers' trusted settings, such as the
- * process driver's {@code supervisor.launcher} and {@code runtime.launcher}.
+ * process driver's {@code supervisor.launcher} and {@code runtime.launcher} (which may also come from
+ * {@code OPENSHELL_SUPERVISOR_LAUNCHER} and {@code OPENSHELL_RUNTIME_LAUNCHER}).
  *
  * <p>Once listening it writes {@code <state>/gateway.json} (0600) with its URL, pid and start time, so the CLI
  * finds it, and removes the file when it stops.
  */
 public final class GatewayMain {
     static final String ENDPOINT_FILE = "gateway.json";
+    /** Driver settings the operator may give through the environment instead of {@code --driver-setting}. */
+    static final Map<String, String> LAUNCHER_ENV = Map.of(
+            "supervisor.launcher", "OPENSHELL_SUPERVISOR_LAUNCHER",
+            "runtime.launcher", "OPENSHELL_RUNTIME_LAUNCHER");
 
     private GatewayMain() {
     }
@@ -103,6 +109,9 @@ public final class GatewayMain {
                         + "--driver-setting KEY=VALUE");
             }
         }
+        // The operator's environment may name the process driver's launchers; options win.
+        LAUNCHER_ENV.forEach((setting, variable) -> Optional.ofNullable(System.getenv(variable))
+                .filter(v -> !v.isBlank()).ifPresent(v -> driverSettings.putIfAbsent(setting, v)));
         String password = System.getenv().getOrDefault("OPENSHELL_DATABASE_PASSWORD", "");
         StoreConfig store = dbUrl == null ? StoreConfig.embedded(state) : new StoreConfig(dbUrl, dbUser, password);
         return new GatewayConfig(state, host, port, store, "process", driverSettings);
