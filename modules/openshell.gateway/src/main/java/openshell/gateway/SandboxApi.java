@@ -228,8 +228,8 @@ final class SandboxApi {
     }
 
     private static GatewayException notFound(String ref) {
-        return new GatewayException(GatewayException.Reason.NOT_FOUND, "no sandbox named or with id '" + ref
-                + "' (openshell sandbox list)");
+        return new GatewayException(GatewayException.Reason.NOT_FOUND, "no sandbox named '" + ref
+                + "' and none with that id (openshell sandbox list)");
     }
 
     static JsonObject parse(String body) {
