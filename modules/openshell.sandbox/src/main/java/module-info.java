@@ -28,7 +28,11 @@
  * <tr><td>{@code ProcessTree.LAUNCH_WAIT}</td><td>60 s per launcher step</td><td>the launch fails, the launcher is killed</td></tr>
  * <tr><td>{@code ProcessTree.KILL_WAIT}</td><td>10 s</td><td>terminate returns while the cgroup still empties</td></tr>
  * <tr><td>{@code SandboxRuntime.MAX_PROCESSES}</td><td>1024 retained process handles</td><td>the new process is killed, UNAVAILABLE</td></tr>
- * <tr><td>{@code SandboxMain.MAX_BUNDLE_BYTES}</td><td>1 MiB</td><td>exit 64, nothing served</td></tr>
+ * <tr><td>{@code LaunchBundles.MAX_BUNDLE_BYTES}</td><td>1 MiB</td><td>exit 64, nothing served</td></tr>
+ * <tr><td>{@code SandboxMain.FIRST_CONTACT_WAIT}</td><td>60 s</td><td>no supervisor came: workload terminated, exit 75</td></tr>
+ * <tr><td>{@code SandboxMain.SUPERVISOR_LOSS_GRACE}</td><td>30 s without a link</td><td>workload terminated, exit 75</td></tr>
+ * <tr><td>{@code SandboxMain.ENDED_LINGER}</td><td>30 s</td><td>after the boundary ended, the runtime exits even if the supervisor stays</td></tr>
+ * <tr><td>{@code SandboxMain.WATCH_INTERVAL}</td><td>200 ms</td><td>how late the main notices an end or a loss</td></tr>
  * <tr><td>{@code StartupProbes.PROBE_WAIT}</td><td>10 s per probe step</td><td>the probe fails; exit 70</td></tr>
  * <tr><td>{@code StartupProbes.MIN_LANDLOCK_ABI}</td><td>5</td><td>the probe fails; exit 70</td></tr>
  * <tr><td>{@code RuntimeService.MAX_WAIT_CALL}</td><td>1 h</td><td>a Wait call returns UNAVAILABLE (still running)</td></tr>
@@ -51,9 +55,20 @@
  * task-memory read and an ADDFD (EBUSY there means a nested sandbox, reported as such), the
  * Landlock ABI, only {@code lo} in the network namespace, and direct connections out that fail;
  * then the resolver view ({@code /etc/resolv.conf} naming only 127.0.0.53, bind-mounted
- * read-only in the runtime's own mount namespace) and the DNS relay. {@code main} does not
- * yet start {@code RuntimeService} on the channel (the launch bundle has no defined format for
- * the TLS identity and token key); it reports its evidence line and exits 69.
+ * read-only in the runtime's own mount namespace) and the DNS relay. Then it dials the
+ * supervisor's channel with the runtime bundle's TLS identity and token key
+ * ({@code LaunchBundles}), serves {@code RuntimeService}, prints one JSON line with
+ * {@code "serving":true}, and exits 0 when the boundary has ended and the supervisor left (or
+ * after {@code ENDED_LINGER}). Workload processes run as the bundle's uid/gid under Landlock
+ * ({@code WorkloadLaunch.READ_ONLY} host directories, the workspace writable) in a cgroup v2 leaf
+ * under the runtime's own (delegated) cgroup.
+ *
+ * <h2>Supervisor loss</h2>
+ * When no supervisor link exists, connects are denied ECANCELED and open relays are closed at
+ * once (the broker loses its mediation stream); the runtime keeps redialing. After
+ * {@code SandboxMain.SUPERVISOR_LOSS_GRACE} (30 s) without a link, or
+ * {@code SandboxMain.FIRST_CONTACT_WAIT} (60 s) without a first one, every workload process is
+ * terminated and the runtime exits 75.
  */
 module openshell.sandbox {
     requires openshell.isolation;

@@ -2,7 +2,9 @@
  * The supervisor: outside the workload, it decides every TCP connection and DNS query a sandbox
  * makes, by destination and by the identity of the binary that made it, then dials upstream
  * itself, enforces L7 HTTP rules on {@code rest} endpoints, injects credentials and audits every
- * decision. Exports nothing; it is a program. It consumes only the isolation contract's
+ * decision. It is a program ({@code SupervisorMain}); it exports only {@code openshell.supervisor.spi},
+ * the seam for the gateway's session client ({@code GatewaySessionClient}, loaded with
+ * {@code ServiceLoader}). It consumes only the isolation contract's
  * {@code NetworkMediationSource}, so it mediates the same way for every backend.
  *
  * <h2>Mediation</h2>
@@ -64,6 +66,8 @@
  * <tr><td>{@code Credentials.MAX_PROVIDERS}</td><td>64</td><td>configuration refused</td></tr>
  * <tr><td>{@code CredentialProvider.MAX_SECRET_BYTES}</td><td>8 KiB</td><td>configuration refused (value not echoed)</td></tr>
  * <tr><td>{@code CredentialProvider.MAX_HOSTS}</td><td>64 per provider</td><td>configuration refused</td></tr>
+ * <tr><td>{@code SupervisorMain.ATTACH_WAIT}</td><td>120 s</td><td>the runtime did not dial in and attach: exit 70</td></tr>
+ * <tr><td>{@code LaunchBundles.MAX_BUNDLE_BYTES}</td><td>1 MiB</td><td>exit 64, nothing started</td></tr>
  * <tr><td>{@code OpenShellRuntimeBackend.CALL_DEADLINE}</td><td>30 s</td><td>a control call to the runtime fails UNAVAILABLE</td></tr>
  * <tr><td>{@code OpenShellRuntimeBackend.START_DEADLINE}</td><td>150 s (startAgent, exec)</td><td>the call fails UNAVAILABLE</td></tr>
  * <tr><td>{@code RemoteMediation.MAX_QUEUED}</td><td>256 pending opens, 256 DNS queries</td><td>the next one is denied EXHAUSTED at once</td></tr>
@@ -92,5 +96,8 @@ module openshell.supervisor {
     requires io.helidon.common.tls;
     requires com.google.protobuf;
 
+    exports openshell.supervisor.spi;
+
+    uses openshell.supervisor.spi.GatewaySessionClient;
     provides openshell.isolation.spi.IsolationBackendProvider with openshell.supervisor.OpenShellRuntimeBackend.Provider;
 }

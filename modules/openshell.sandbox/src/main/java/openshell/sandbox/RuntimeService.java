@@ -267,8 +267,13 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
                     } catch (InterruptedException e) {
                         Thread.currentThread().interrupt();
                     } catch (RuntimeException e) {
-                        synchronized (output) {
-                            output.onError(Status.INTERNAL.withDescription("FAILED: " + e.getMessage()).asRuntimeException());
+                        try {
+                            synchronized (output) {
+                                output.onError(Status.INTERNAL.withDescription("FAILED: " + e.getMessage()).asRuntimeException());
+                            }
+                        } catch (RuntimeException gone) {
+                            // the stream itself is gone (link closed): the process can be attached again
+                            LOGGER.log(System.Logger.Level.DEBUG, "exit of process " + candidate + " not sent: " + gone);
                         }
                     } finally {
                         attachedProcesses.remove(candidate);
@@ -277,7 +282,8 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
             }
 
             private void pump(InputStream from, boolean stdout, CountDownLatch drained) {
-                Thread.ofVirtual().name("process-" + process + (stdout ? "-stdout" : "-stderr")).start(() -> {
+                // A platform thread: the read is a native poll that would pin a virtual thread's carrier.
+                Thread.ofPlatform().daemon(true).name("process-" + process + (stdout ? "-stdout" : "-stderr")).start(() -> {
                     byte[] buffer = new byte[MAX_CHUNK_BYTES];
                     try (from) {
                         int n;

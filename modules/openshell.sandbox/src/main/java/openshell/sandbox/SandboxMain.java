@@ -2,6 +2,12 @@ package openshell.sandbox;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
 import openshell.isolation.BackendException;
@@ -9,23 +15,45 @@ import openshell.linux.LinuxException;
 import openshell.linux.Namespaces;
 import openshell.linux.ProcessControl;
 import openshell.linux.ResourceLimit;
+import openshell.protocol.Initiator;
+import openshell.protocol.LaunchBundles;
+import openshell.protocol.ProtocolException;
+import openshell.protocol.RuntimeBundle;
+import openshell.protocol.RuntimeEndpoint;
+import openshell.protocol.Transport;
 
 /**
  * The runtime's entry point, as the process driver starts it: {@code --sandbox ID --generation N
  * --channel SOCKET --bundle-stdin [--workspace DIR]}, root of fresh user, net, mount, pid, ipc and
  * uts namespaces. Startup order: no core dumps and non-dumpable (its memory will hold its TLS
- * key), read the launch bundle from standard input and close it, bring {@code lo} up, run every
- * probe, and only then serve.
+ * key), read the runtime launch bundle from standard input, close it, parse it and zero the bytes,
+ * bring {@code lo} up, run every probe, install the resolver view and the DNS relay, and only
+ * then dial the supervisor's channel and serve the Sandbox Protocol (runtime-initiated: nothing
+ * in the sandbox listens).
+ *
+ * <p>It serves until the boundary ends (terminateBoundary, or the agent's exit) and the
+ * supervisor has left or {@link #ENDED_LINGER} passed, then exits 0. If no supervisor link
+ * exists for {@link #SUPERVISOR_LOSS_GRACE} (or none came within {@link #FIRST_CONTACT_WAIT}),
+ * enforcement stays as it is (connects are denied ECANCELED, no relay survives), every workload
+ * process is terminated, and it exits {@link #EXIT_SUPERVISOR_LOST}.
  */
 public final class SandboxMain {
-    /** Largest launch bundle read from standard input; a larger one is refused. */
-    static final int MAX_BUNDLE_BYTES = 1 << 20;
     /** Exit status for bad arguments or bundle. */
     static final int EXIT_USAGE = 64;
     /** Exit status when a probe fails: the runtime never serves on a kernel that cannot enforce. */
     static final int EXIT_PROBE_FAILED = 70;
-    /** Exit status after successful probes while no protocol adapter is present (issue #4). */
-    static final int EXIT_NO_PROTOCOL = 69;
+    /** Exit status after the supervisor was lost (or never came) and the workload was terminated. */
+    static final int EXIT_SUPERVISOR_LOST = 75;
+    /** Longest wait for the first supervisor link after serving starts. */
+    static final Duration FIRST_CONTACT_WAIT = Duration.ofSeconds(60);
+    /** Longest time without any supervisor link before the workload is terminated. */
+    static final Duration SUPERVISOR_LOSS_GRACE = Duration.ofSeconds(30);
+    /** After the boundary ended, how long the supervisor may still read exit statuses before the runtime exits. */
+    static final Duration ENDED_LINGER = Duration.ofSeconds(30);
+    /** How often the main looks at the boundary and the links. */
+    static final Duration WATCH_INTERVAL = Duration.ofMillis(200);
+    /** What the runtime reports as the enforced policy's digest: it holds no policy, the supervisor does. */
+    static final String POLICY_HELD_BY_SUPERVISOR = "held-by-supervisor";
 
     private SandboxMain() {
     }
@@ -90,17 +118,28 @@ public final class SandboxMain {
 
     static int run(List<String> args, InputStream stdin) {
         LaunchArguments arguments;
-        byte[] bundle;
+        RuntimeBundle bundle;
+        int bundleBytes;
         try {
             ProcessControl.setDumpable(false);
             new ResourceLimit(ResourceLimit.CORE, 0, 0).applyTo(0);
             arguments = LaunchArguments.parse(args);
-            bundle = readBundle(stdin);
-        } catch (IllegalArgumentException | IOException e) {
+            byte[] bytes = LaunchBundles.read(stdin);
+            bundleBytes = bytes.length;
+            try {
+                bundle = LaunchBundles.runtimeBundle(bytes);
+            } finally {
+                Arrays.fill(bytes, (byte) 0);
+            }
+            if (!bundle.sandboxId().equals(arguments.sandbox()) || bundle.generation() != arguments.generation()) {
+                throw new IllegalArgumentException("the launch bundle is for " + bundle.sandboxId() + "@" + bundle.generation()
+                        + ", not " + arguments.sandbox() + "@" + arguments.generation());
+            }
+        } catch (IllegalArgumentException | IOException | ProtocolException e) {
             System.err.println("openshell-sandbox: " + e.getMessage());
             return EXIT_USAGE;
         }
-        StartupProbes.Report report;
+        Path runtimeDirectory = null;
         try (WorkloadNetwork network = WorkloadNetwork.current()) {
             network.run(() -> {
                 if (!Namespaces.loopbackUp()) {
@@ -108,45 +147,120 @@ public final class SandboxMain {
                 }
                 return null;
             });
-            report = StartupProbes.run(network);
+            StartupProbes.Report report = StartupProbes.run(network);
             // The resolver view and the DNS relay exist before any workload process could look for them.
-            java.nio.file.Path runtimeDirectory = java.nio.file.Files.createTempDirectory("openshell-sandbox");
-            ResolverView.install(runtimeDirectory, java.nio.file.Path.of("/etc/resolv.conf"));
-            try (NetworkBroker broker = new NetworkBroker(network, ProcessHandle.current().pid(), NetworkBroker.DECISION_WAIT);
-                 DnsRelay relay = DnsRelay.start(broker, NetworkBroker.DNS_RELAY)) {
-                System.out.println("{\"sandbox\":\"" + arguments.sandbox() + "\",\"generation\":" + arguments.generation()
-                        + ",\"kernel\":\"" + report.kernel() + "\",\"landlockAbi\":" + report.landlockAbi()
-                        + ",\"taskMemory\":\"" + report.taskMemory() + "\",\"interfaces\":\"" + report.interfaces()
-                        + "\",\"directEgressFailed\":" + !report.egressErrors().isEmpty() + ",\"bundleBytes\":" + bundle.length
-                        + ",\"dumpable\":" + ProcessControl.dumpable() + ",\"dnsRelay\":\"" + relay.address()
-                        + "\",\"resolvConf\":\"" + java.nio.file.Files.readString(java.nio.file.Path.of("/etc/resolv.conf"))
-                                .lines().filter(l -> l.startsWith("nameserver")).findFirst().orElse("") + "\"}");
-                System.out.flush();
-            } finally {
-                // Nothing serves yet (issue #4): the view dies with this mount namespace, the file goes now.
-                java.nio.file.Files.deleteIfExists(runtimeDirectory.resolve("resolv.conf"));
-                java.nio.file.Files.deleteIfExists(runtimeDirectory);
+            runtimeDirectory = Files.createTempDirectory("openshell-sandbox");
+            ResolverView.install(runtimeDirectory, Path.of("/etc/resolv.conf"));
+            Path workspace = arguments.workspace().map(Path::of).orElse(null);
+            if (workspace == null) {
+                workspace = WorkloadLaunch.freshWorkspace(bundle.workloadUid(), bundle.workloadGid());
             }
-        } catch (BackendException | LinuxException | IOException | java.io.UncheckedIOException e) {
+            // The runtime closes the broker and the process tree; the process exits right after anyway.
+            NetworkBroker broker = new NetworkBroker(network, ProcessHandle.current().pid(), NetworkBroker.DECISION_WAIT);
+            try (DnsRelay relay = DnsRelay.start(broker, NetworkBroker.DNS_RELAY);
+                 SandboxRuntime control = new SandboxRuntime(report, broker, new ProcessTree(WorkloadLaunch.command(),
+                         WorkloadLaunch.template(bundle.workloadUid(), bundle.workloadGid(), workspace), broker,
+                         WorkloadLaunch.leaf("workload-" + arguments.generation() + "-" + ProcessHandle.current().pid())), POLICY_HELD_BY_SUPERVISOR);
+                 RuntimeEndpoint endpoint = RuntimeEndpoint.builder()
+                         .transport(Transport.unix(Path.of(arguments.channel())))
+                         .initiator(Initiator.RUNTIME)
+                         .identity(bundle.identity())
+                         .verifier(bundle.verifier())
+                         .addService(new RuntimeService(control, arguments.generation(), Clock.systemUTC()))
+                         .build()) {
+                endpoint.start();
+                System.out.println("{\"sandbox\":\"" + arguments.sandbox() + "\",\"generation\":" + arguments.generation()
+                        + ",\"serving\":true,\"channel\":\"" + arguments.channel() + "\",\"kernel\":\"" + report.kernel()
+                        + "\",\"landlockAbi\":" + report.landlockAbi() + ",\"taskMemory\":\"" + report.taskMemory()
+                        + "\",\"interfaces\":\"" + report.interfaces() + "\",\"directEgressFailed\":"
+                        + !report.egressErrors().isEmpty() + ",\"bundleBytes\":" + bundleBytes + ",\"dumpable\":"
+                        + ProcessControl.dumpable() + ",\"dnsRelay\":\"" + relay.address() + "\",\"workspace\":\""
+                        + workspace + "\"}");
+                System.out.flush();
+                return serve(control, endpoint);
+            }
+        } catch (BackendException | LinuxException | ProtocolException | IOException | UncheckedIOException e) {
             System.err.println("openshell-sandbox: refusing to serve: " + e.getMessage());
             return EXIT_PROBE_FAILED;
+        } finally {
+            if (runtimeDirectory != null) {
+                try {
+                    Files.deleteIfExists(runtimeDirectory.resolve("resolv.conf"));
+                    Files.deleteIfExists(runtimeDirectory);
+                } catch (IOException e) {
+                    System.err.println("openshell-sandbox: cannot remove " + runtimeDirectory + ": " + e.getMessage());
+                }
+            }
         }
-        // Serving needs the Sandbox Protocol adapter over RuntimeControl (issue #4), not in this build.
-        System.err.println("openshell-sandbox: probes passed; no Sandbox Protocol adapter in this build (issue #4)");
-        return EXIT_NO_PROTOCOL;
     }
 
-    /** Reads the whole bundle, at most {@link #MAX_BUNDLE_BYTES}, and closes standard input. */
-    static byte[] readBundle(InputStream stdin) throws IOException {
-        try (stdin) {
-            byte[] bundle = stdin.readNBytes(MAX_BUNDLE_BYTES + 1);
-            if (bundle.length > MAX_BUNDLE_BYTES) {
-                throw new IllegalArgumentException("launch bundle larger than " + MAX_BUNDLE_BYTES + " bytes");
+    /** Watches the boundary and the supervisor link until the runtime should exit; returns the exit status. */
+    static int serve(SandboxRuntime control, RuntimeEndpoint endpoint) {
+        return new Watch(System.nanoTime()).until(control::state, endpoint::linkCount, control::terminate);
+    }
+
+    /** The exit rules, apart from the clock, so they can be tested without waiting. */
+    static final class Watch {
+        private final long started;
+        private long lastLink = -1;
+        private long ended = -1;
+        private boolean everLinked;
+
+        Watch(long startedNanos) {
+            this.started = startedNanos;
+        }
+
+        /**
+         * One look. Returns the exit status, or -1 to keep serving.
+         *
+         * @param now   nanoTime
+         * @param state the boundary's state
+         * @param links open supervisor links
+         * @return exit status or -1
+         */
+        int look(long now, SandboxRuntime.State state, int links) {
+            if (links > 0) {
+                everLinked = true;
+                lastLink = now;
             }
-            if (bundle.length == 0) {
-                throw new IllegalArgumentException("empty launch bundle on standard input");
+            if (state == SandboxRuntime.State.ENDED) {
+                if (ended < 0) {
+                    ended = now;
+                }
+                if (links == 0 || now - ended >= ENDED_LINGER.toNanos()) {
+                    return 0;
+                }
+                return -1;
             }
-            return bundle;
+            if (!everLinked && now - started >= FIRST_CONTACT_WAIT.toNanos()) {
+                return EXIT_SUPERVISOR_LOST;
+            }
+            if (everLinked && links == 0 && now - lastLink >= SUPERVISOR_LOSS_GRACE.toNanos()) {
+                return EXIT_SUPERVISOR_LOST;
+            }
+            return -1;
+        }
+
+        int until(java.util.function.Supplier<SandboxRuntime.State> state, java.util.function.IntSupplier links,
+                  Runnable terminate) {
+            while (true) {
+                int status = look(System.nanoTime(), state.get(), links.getAsInt());
+                if (status == EXIT_SUPERVISOR_LOST) {
+                    System.err.println("openshell-sandbox: " + (everLinked ? "supervisor lost for " + SUPERVISOR_LOSS_GRACE
+                            : "no supervisor within " + FIRST_CONTACT_WAIT) + "; terminating the workload");
+                    terminate.run();
+                }
+                if (status >= 0) {
+                    return status;
+                }
+                try {
+                    Thread.sleep(WATCH_INTERVAL);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    terminate.run();
+                    return EXIT_SUPERVISOR_LOST;
+                }
+            }
         }
     }
 }

@@ -52,9 +52,15 @@ final class WorkloadProcess implements ExecSession, BoundaryProcess {
         this.drained = new CountDownLatch(stderr.isPresent() ? 2 : 1);
     }
 
-    /** Waits for the exit on a virtual thread (the pidfd wait is bounded and repeated). */
+    /**
+     * Waits for the exit on a platform thread (the pidfd wait is bounded and repeated). Not a
+     * virtual thread: the wait is a native poll through JNA, which pins its carrier for as long
+     * as the process lives, and the virtual-thread scheduler has only as many carriers as cores,
+     * so two live processes on two cores froze every virtual thread of the runtime (protocol
+     * streams, the broker's pending connects).
+     */
     void watch() {
-        Thread.ofVirtual().name("workload-exit-" + process.pid()).start(() -> {
+        Thread.ofPlatform().daemon(true).name("workload-exit-" + process.pid()).start(() -> {
             Optional<ChildExit> e = Optional.empty();
             while (e.isEmpty()) {
                 try {

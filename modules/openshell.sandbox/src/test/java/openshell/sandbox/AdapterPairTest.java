@@ -11,21 +11,26 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import openshell.isolation.AgentSpec;
 import openshell.isolation.BackendException;
 import openshell.isolation.BackendRegistry;
 import openshell.isolation.BinaryIdentity;
 import openshell.isolation.BoundBoundary;
+import openshell.isolation.DenyReason;
 import openshell.isolation.ExecSession;
 import openshell.isolation.ExecSpec;
 import openshell.isolation.ExitStatus;
 import openshell.isolation.IdentityResolution;
 import openshell.isolation.NetworkMediationSource;
+import openshell.isolation.PendingDnsQuery;
 import openshell.isolation.PendingTcpOpen;
 import openshell.isolation.PolicySnapshot;
 import openshell.isolation.ReadyBoundary;
@@ -48,7 +53,6 @@ import openshell.protocol.TokenSlot;
 import openshell.protocol.TokenVerifier;
 import openshell.protocol.Transport;
 import openshell.supervisor.OpenShellRuntimeBackend;
-import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -64,16 +68,8 @@ class AdapterPairTest {
     private static final Duration WAIT = TestSandbox.WAIT;
     /** Blocking readers get their own threads: the common pool has one worker on two cores. */
     private static final java.util.concurrent.Executor VIRTUAL = task -> Thread.ofVirtual().start(task);
-    private static final String EXTERNAL = "10.20.30.40";
-    /**
-     * Excluded from {@code verify} (surefire excludedGroups) because it fails today: the runtime
-     * takes the pending connect from its broker and calls onNext on the PendingConnections
-     * server stream, but the supervisor's observer never receives it (the connect is denied
-     * MEDIATION_UNAVAILABLE when the link closes). Suspects: Helidon 4.1.7's handling of a
-     * server-streaming call whose messages come from another thread, or LinkCall demand. Run it with
-     * {@code -Dgroups=adapter-relay -Dopenshell.sandbox.excludedGroups=none}.
-     */
-    static final String RELAY_TAG = "adapter-relay";
+    private static final String ALLOWED = "10.20.30.40";
+    private static final String DENIED = "10.20.30.41";
 
     /** The runtime's protocol side and the supervisor's endpoint on one Unix socket (runtime-initiated). */
     private static final class Pair implements AutoCloseable {
@@ -166,47 +162,101 @@ class AdapterPairTest {
         }
     }
 
+    /**
+     * The whole mediated path over the protocol, with the runtime holding more live workload
+     * processes than the virtual-thread scheduler has carriers (each has a blocking exit watch):
+     * a name resolved through the DNS relay and answered on the Dns stream; an allowed connect
+     * announced on PendingConnections, decided on its Relay stream and relayed both ways to a real
+     * upstream on the host; a denied connect failing with EACCES in the workload.
+     */
     @Test
-    @Tag(RELAY_TAG)
-    void onePendingConnectIsAnnouncedAllowedAndRelayedToARealUpstream() throws Exception {
+    void mediatedDnsAllowedAndDeniedConnectsCrossTheProtocol() throws Exception {
         PolicySnapshot policy = PolicySnapshot.of(1, "version: 1\n".getBytes(StandardCharsets.UTF_8));
-        try (TestSandbox sandbox = new TestSandbox(); TestSandbox.Upstream upstream = new TestSandbox.Upstream()) {
+        try (TestSandbox sandbox = new TestSandbox(); TestSandbox.Upstream upstream = new TestSandbox.Upstream();
+             DnsRelay relay = DnsRelay.start(sandbox.broker, NetworkBroker.DNS_RELAY)) {
+            assertEquals(NetworkBroker.DNS_RELAY, relay.address());
             StartupProbes.Report report = StartupProbes.run(sandbox.network);
             try (SandboxRuntime control = new SandboxRuntime(report, sandbox.broker, ProcessTreeTest.tree(sandbox), policy.sha256());
                  Pair pair = new Pair(control)) {
                 Started started = start(control, pair, policy, report);
                 NetworkMediationSource mediation = started.mediation();
                 RunningBoundary running = started.running();
+                // Before the fix these alone froze the runtime: one blocked native wait per process pinned a carrier.
+                List<ExecSession> sleepers = new ArrayList<>();
+                for (int i = 0; i < Runtime.getRuntime().availableProcessors(); i++) {
+                    sleepers.add(running.exec().exec(ExecSpec.builder(List.of("/usr/bin/sleep", "600"))
+                            .environment(Map.of("PATH", "/usr/bin:/bin")).build()));
+                }
 
-                // One connect to an external address, announced over the protocol, allowed, relayed to a real upstream.
-                CompletableFuture<PendingTcpOpen> decided = CompletableFuture.supplyAsync(() -> {
-                    long deadline = System.nanoTime() + WAIT.toNanos();
-                    while (System.nanoTime() < deadline) {
-                        Optional<PendingTcpOpen> next = mediation.acceptTcp(Duration.ofMillis(500));
-                        if (next.isPresent()) {
+                ConcurrentLinkedQueue<PendingTcpOpen> opens = new ConcurrentLinkedQueue<>();
+                ConcurrentLinkedQueue<PendingDnsQuery> queries = new ConcurrentLinkedQueue<>();
+                AtomicBoolean stop = new AtomicBoolean();
+                Thread tcp = Thread.ofVirtual().name("test-tcp-decisions").start(() -> {
+                    while (!stop.get()) {
+                        Optional<PendingTcpOpen> next = mediation.acceptTcp(Duration.ofMillis(200));
+                        if (next.isEmpty()) {
+                            continue;
+                        }
+                        opens.add(next.get());
+                        if (next.get().destination().address().getHostAddress().equals(ALLOWED)) {
                             Thread.ofVirtual().start(() -> TestSandbox.pump(next.get().allow(), upstream.port()));
-                            return next.get();
+                        } else {
+                            next.get().deny(DenyReason.POLICY);
                         }
                     }
-                    throw new AssertionError("no pending connection within " + WAIT);
-                }, VIRTUAL);
-                try (ExecSession client = running.exec().exec(ExecSpec.builder(List.of("/usr/bin/bash", "-c",
-                        "exec 3<>/dev/tcp/" + EXTERNAL + "/80 && echo hello >&3 && read -r line <&3 && echo \"got:$line\""))
+                });
+                Thread dns = Thread.ofVirtual().name("test-dns-answers").start(() -> {
+                    while (!stop.get()) {
+                        Optional<PendingDnsQuery> next = mediation.acceptDns(Duration.ofMillis(200));
+                        next.ifPresent(q -> {
+                            queries.add(q);
+                            q.answer(DnsRelayTest.answer(q.query()));
+                        });
+                    }
+                });
+                String script = String.join("\n",
+                        "getent hosts example.test",
+                        "exec 3<>/dev/tcp/" + ALLOWED + "/80 && echo hello >&3 && read -r line <&3 && echo \"got:$line\"",
+                        "exec 3<&-",
+                        "/usr/bin/python3 -c \"$0\"");
+                String denied = String.join("\n",
+                        "import socket, errno",
+                        "s = socket.socket()",
+                        "try:",
+                        "    s.connect(('" + DENIED + "', 80)); print('connected')",
+                        "except OSError as e: print('denied', errno.errorcode[e.errno])");
+                try (ExecSession client = running.exec().exec(ExecSpec.builder(List.of("/usr/bin/bash", "-c", script, denied))
                         .environment(Map.of("PATH", "/usr/bin:/bin")).build())) {
                     CompletableFuture<byte[]> err = CompletableFuture.supplyAsync(() -> readAll(client.stderr()), VIRTUAL);
-                    String out = new String(CompletableFuture.supplyAsync(() -> readAll(client.stdout()), VIRTUAL).get(WAIT.toSeconds(), TimeUnit.SECONDS), StandardCharsets.UTF_8);
-                    assertEquals("got:echo:hello\n", out, () -> new String(err.getNow(new byte[0]), StandardCharsets.UTF_8));
+                    String out = new String(CompletableFuture.supplyAsync(() -> readAll(client.stdout()), VIRTUAL)
+                            .get(WAIT.toSeconds(), TimeUnit.SECONDS), StandardCharsets.UTF_8);
+                    assertEquals(List.of(ALLOWED + " example.test", "got:echo:hello", "denied EACCES"),
+                            out.lines().map(l -> l.trim().replaceAll("\\s+", " ")).toList(),
+                            () -> out + new String(err.getNow(new byte[0]), StandardCharsets.UTF_8));
                     assertEquals(Optional.of(new ExitStatus.Exited(0)), client.process().awaitExit(WAIT));
+                } finally {
+                    stop.set(true);
+                    tcp.join(WAIT);
+                    dns.join(WAIT);
                 }
-                PendingTcpOpen open = decided.get(WAIT.toSeconds(), TimeUnit.SECONDS);
-                assertEquals(InetAddress.getByName(EXTERNAL), open.destination().address());
-                assertEquals(80, open.destination().port());
-                assertTrue(open.socket().inode() > 0);
-                BinaryIdentity identity = assertInstanceOf(IdentityResolution.Resolved.class, open.identity()).identity();
+                assertEquals(List.of("hello"), List.copyOf(upstream.received), "the upstream read what the workload wrote");
+                assertEquals(2, opens.size(), "one announcement per mediated connect: " + opens);
+                PendingTcpOpen allowed = opens.peek();
+                assertEquals(InetAddress.getByName(ALLOWED), allowed.destination().address());
+                assertEquals(80, allowed.destination().port());
+                assertTrue(allowed.socket().inode() > 0);
+                BinaryIdentity identity = assertInstanceOf(IdentityResolution.Resolved.class, allowed.identity()).identity();
                 assertEquals(TestSandbox.realPath("/usr/bin/bash"), identity.path());
                 assertEquals(Optional.of(TestSandbox.sha256(TestSandbox.realPath("/usr/bin/bash"))), identity.executable().sha256());
-                assertEquals(List.of("hello"), List.copyOf(upstream.received));
+                BinaryIdentity deniedIdentity = assertInstanceOf(IdentityResolution.Resolved.class,
+                        List.copyOf(opens).get(1).identity()).identity();
+                assertEquals(TestSandbox.realPath("/usr/bin/python3"), deniedIdentity.path());
+                assertTrue(queries.stream().anyMatch(q -> new String(q.query(), StandardCharsets.ISO_8859_1).contains("example")),
+                        "the name query crossed the Dns stream");
+                assertEquals("/usr/bin/getent", assertInstanceOf(IdentityResolution.Resolved.class,
+                        queries.peek().identity()).identity().path());
 
+                sleepers.forEach(ExecSession::close);
                 running.terminate();
                 mediation.close();
             }

@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -14,6 +13,7 @@ import openshell.linux.BpfProgram;
 import openshell.linux.ProcessControl;
 import openshell.linux.Seccomp;
 import openshell.linux.SeccompListener;
+import openshell.protocol.LaunchBundles;
 import org.junit.jupiter.api.Test;
 
 /** The startup probes on the real kernel, and the runtime's main as the process driver starts it. */
@@ -65,45 +65,30 @@ class StartupTest {
         assertTrue(probe.waitKillable(), "kernel 6.18 has WAIT_KILLABLE_RECV");
     }
 
-    private static Process main(List<String> args, byte[] stdin) throws Exception {
-        List<String> command = new ArrayList<>(List.of("/usr/bin/unshare", "--net", "--mount", System.getProperty("java.home") + "/bin/java",
-                "--enable-native-access=com.sun.jna", "-Djna.boot.library.path=" + System.getProperty("jna.boot.library.path"),
-                "-Djna.nounpack=true", "-Djna.noclasspath=true", "-p", System.getProperty("jdk.module.path"),
-                "-m", "openshell.sandbox/openshell.sandbox.SandboxMain"));
-        command.addAll(args);
-        Process p = new ProcessBuilder(command).start();
-        p.getOutputStream().write(stdin);
-        p.getOutputStream().close();
-        return p;
-    }
-
     @Test
-    void mainReadsTheBundleFromStdinProbesAndReportsEvidenceInAFreshNetworkNamespace() throws Exception {
-        Process p = main(List.of("--sandbox", "sb-1", "--generation", "3", "--channel", "/tmp/none.sock", "--bundle-stdin"),
-                "opaque-bundle".getBytes(StandardCharsets.UTF_8));
-        assertTrue(p.waitFor(TestSandbox.WAIT.toSeconds(), TimeUnit.SECONDS));
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertEquals(SandboxMain.EXIT_NO_PROTOCOL, p.exitValue(), out + err);
-        assertTrue(out.contains("\"sandbox\":\"sb-1\",\"generation\":3"), out);
-        assertTrue(out.contains("\"interfaces\":\"[lo]\",\"directEgressFailed\":true,\"bundleBytes\":13,\"dumpable\":false"), out);
-        assertTrue(out.contains("\"dnsRelay\":\"/127.0.0.53:53\",\"resolvConf\":\"nameserver 127.0.0.53\""), out);
-        assertTrue(err.contains("issue #4"), err);
-    }
-
-    @Test
-    void mainRefusesBadArgumentsAndAnOversizedBundle() throws Exception {
-        Process missing = main(List.of("--sandbox", "sb-1", "--generation", "3", "--channel", "/tmp/x"), new byte[] {1});
+    void mainRefusesBadArgumentsAndBadBundles() throws Exception {
+        Process missing = MainHarness.start(List.of("--sandbox", "sb-1", "--generation", "3", "--channel", "/tmp/x"), new byte[] {1});
         assertTrue(missing.waitFor(TestSandbox.WAIT.toSeconds(), TimeUnit.SECONDS));
         assertEquals(SandboxMain.EXIT_USAGE, missing.exitValue());
-        Process big = main(List.of("--sandbox", "sb-1", "--generation", "3", "--channel", "/tmp/x", "--bundle-stdin"),
-                new byte[SandboxMain.MAX_BUNDLE_BYTES + 1]);
+
+        Process big = MainHarness.start(List.of("--sandbox", "sb-1", "--generation", "3", "--channel", "/tmp/x", "--bundle-stdin"),
+                new byte[LaunchBundles.MAX_BUNDLE_BYTES + 1]);
         assertTrue(big.waitFor(TestSandbox.WAIT.toSeconds(), TimeUnit.SECONDS));
         assertEquals(SandboxMain.EXIT_USAGE, big.exitValue());
         assertTrue(new String(big.getErrorStream().readAllBytes(), StandardCharsets.UTF_8).contains("larger than"));
-        Process atBound = main(List.of("--sandbox", "sb-1", "--generation", "3", "--channel", "/tmp/x", "--bundle-stdin"),
-                new byte[SandboxMain.MAX_BUNDLE_BYTES]);
-        assertTrue(atBound.waitFor(TestSandbox.WAIT.toSeconds(), TimeUnit.SECONDS));
-        assertEquals(SandboxMain.EXIT_NO_PROTOCOL, atBound.exitValue());
+
+        Process corrupt = MainHarness.start(List.of("--sandbox", "sb-1", "--generation", "3", "--channel", "/tmp/x", "--bundle-stdin"),
+                "opaque-bundle".getBytes(StandardCharsets.UTF_8));
+        assertTrue(corrupt.waitFor(TestSandbox.WAIT.toSeconds(), TimeUnit.SECONDS));
+        assertEquals(SandboxMain.EXIT_USAGE, corrupt.exitValue());
+        assertTrue(new String(corrupt.getErrorStream().readAllBytes(), StandardCharsets.UTF_8).contains("BUNDLE_INVALID"));
+
+        // A real bundle for another sandbox is refused before anything runs.
+        LaunchBundles.Minted minted = MainHarness.mint("sb-other", 3, List.of("/usr/bin/true"));
+        Process other = MainHarness.start(List.of("--sandbox", "sb-1", "--generation", "3", "--channel", "/tmp/x", "--bundle-stdin"),
+                minted.runtimeBundle());
+        assertTrue(other.waitFor(TestSandbox.WAIT.toSeconds(), TimeUnit.SECONDS));
+        assertEquals(SandboxMain.EXIT_USAGE, other.exitValue());
+        assertTrue(new String(other.getErrorStream().readAllBytes(), StandardCharsets.UTF_8).contains("sb-other@3"));
     }
 }

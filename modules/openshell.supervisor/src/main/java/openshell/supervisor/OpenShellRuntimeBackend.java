@@ -10,6 +10,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 import openshell.isolation.BackendException;
 import openshell.isolation.BackendKey;
@@ -78,10 +79,30 @@ public final class OpenShellRuntimeBackend implements IsolationBackend {
         return new OpenShellRuntimeBackend(links);
     }
 
+    /** The launch material the supervisor's main installed: how to open the link to its runtime. */
+    private static final AtomicReference<Function<VerifiedTopologyDescriptor, SupervisorLink>> INSTALLED =
+            new AtomicReference<>();
+
     /**
-     * The provider {@code ServiceLoader} finds. Its backend cannot open a link yet: the
-     * supervisor's launch material (CA pin, tokens, channel) reaches it with the supervisor
-     * {@code main} (issue 6), so until then attach fails UNAVAILABLE instead of guessing.
+     * Installs the launch material of this supervisor process (one sandbox per process): the
+     * backends the {@link Provider} creates open their link with it. Only {@code SupervisorMain}
+     * calls this, after validating its launch bundle.
+     *
+     * @param links opens the one link to the runtime (TLS pinned, tokens attached)
+     * @return uninstalls it again
+     */
+    static Runnable installLaunchMaterial(Function<VerifiedTopologyDescriptor, SupervisorLink> links) {
+        Objects.requireNonNull(links);
+        if (!INSTALLED.compareAndSet(null, links)) {
+            throw new SupervisorException("launch material is already installed in this supervisor");
+        }
+        return () -> INSTALLED.compareAndSet(links, null);
+    }
+
+    /**
+     * The provider {@code ServiceLoader} finds. Its backends open their link with the launch
+     * material {@code SupervisorMain} installed; without it (a process that is not a supervisor
+     * main), attach fails UNAVAILABLE instead of guessing.
      */
     public static final class Provider implements IsolationBackendProvider {
         /** Creates the provider (ServiceLoader). */
@@ -96,8 +117,12 @@ public final class OpenShellRuntimeBackend implements IsolationBackend {
         @Override
         public IsolationBackend create() {
             return new OpenShellRuntimeBackend(descriptor -> {
-                throw new BackendException(BackendException.Kind.UNAVAILABLE,
-                        "no supervisor launch material installed for " + KEY + " (the supervisor main wires it; issue 6)");
+                Function<VerifiedTopologyDescriptor, SupervisorLink> links = INSTALLED.get();
+                if (links == null) {
+                    throw new BackendException(BackendException.Kind.UNAVAILABLE,
+                            "no supervisor launch material installed for " + KEY + " (only the supervisor main has it)");
+                }
+                return links.apply(descriptor);
             });
         }
     }

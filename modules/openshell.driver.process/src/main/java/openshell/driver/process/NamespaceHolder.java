@@ -129,8 +129,24 @@ final class NamespaceHolder {
      * @return the started process; its stdin is a pipe
      */
     Process enter(List<String> command, Map<String, String> environment, Path directory, Path log) {
+        return enter(List.of(), command, environment, directory, log);
+    }
+
+    /**
+     * Like {@link #enter(List, Map, Path, Path)}, with a host-side command in front of
+     * {@code nsenter} (it must exec its arguments), e.g. one that enters a cgroup first.
+     *
+     * @param prefix      host-side wrapper, may be empty
+     * @param command     program and arguments
+     * @param environment the complete environment
+     * @param directory   working directory
+     * @param log         where output goes, or null for pipes
+     * @return the started process; its stdin is a pipe
+     */
+    Process enter(List<String> prefix, List<String> command, Map<String, String> environment, Path directory, Path log) {
         checkAlive();
-        List<String> argv = new ArrayList<>(List.of(hostTool("nsenter").toString(), "--target", Long.toString(pid),
+        List<String> argv = new ArrayList<>(prefix);
+        argv.addAll(List.of(hostTool("nsenter").toString(), "--target", Long.toString(pid),
                 "--user", "--net", "--mount", "--pid", "--ipc", "--uts", "--wd=" + directory, "--"));
         argv.addAll(command);
         ProcessBuilder pb = new ProcessBuilder(argv);

@@ -30,7 +30,8 @@ import openshell.isolation.SandboxId;
  * The process topology. Per sandbox: an id-range slot; a run directory {@code <run.root>/<id>}
  * (0700, owned by the sandbox's mapped root) holding the channel socket; a state directory for
  * logs; the supervisor as a host process; the sandbox runtime inside fresh namespaces
- * ({@link NamespaceHolder}). Launch bundles (secrets) reach both programs only through a pipe on
+ * ({@link NamespaceHolder}) and inside a cgroup v2 directory delegated to the sandbox
+ * ({@link SandboxCgroup}), removed on stop. Launch bundles (secrets) reach both programs only through a pipe on
  * their standard input, never a file or a command line. The runtime dials the supervisor.
  *
  * <p>Settings (trusted gateway configuration): {@code supervisor.launcher} and
@@ -96,6 +97,7 @@ final class ProcessDriver implements ComputeDriver {
         ProcessTopology t = ProcessTopology.fromState(state);
         killSupervisor(t);
         holder(t).ifPresent(NamespaceHolder::kill);
+        SandboxCgroup.of(id).ifPresent(SandboxCgroup::remove);
     }
 
     @Override
@@ -148,7 +150,12 @@ final class ProcessDriver implements ComputeDriver {
             List<String> runtimeCommand = new ArrayList<>(List.of(runtimeLauncher.toString()));
             runtimeCommand.addAll(common);
             Optional.ofNullable(plan.options().get("workspace")).ifPresent(w -> runtimeCommand.addAll(List.of("--workspace", w)));
-            Process runtime = holder.enter(runtimeCommand, ENV, Path.of("/"), state.resolve("runtime.log"));
+            // The runtime enters the sandbox's delegated cgroup before nsenter, so its workload leaf is its own to manage.
+            List<String> prefix = SandboxCgroup.of(id).map(cgroup -> {
+                cgroup.create(ids.first());
+                return cgroup.enterPrefix();
+            }).orElse(List.of());
+            Process runtime = holder.enter(prefix, runtimeCommand, ENV, Path.of("/"), state.resolve("runtime.log"));
             feed(runtime, plan.material().runtimeBundle(), "sandbox runtime");
             ProcessTopology t = new ProcessTopology(channel, ids.first(), slot, holder.pid(),
                     holder.started().toEpochMilli(), supervisor.pid(), startMillis(supervisor.toHandle()));

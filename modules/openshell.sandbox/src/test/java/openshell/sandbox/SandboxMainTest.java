@@ -1,0 +1,146 @@
+package openshell.sandbox;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import openshell.isolation.AgentSpec;
+import openshell.isolation.BoundBoundary;
+import openshell.isolation.ExecSession;
+import openshell.isolation.ExecSpec;
+import openshell.isolation.ExitStatus;
+import openshell.isolation.NetworkMediationSource;
+import openshell.isolation.PolicySnapshot;
+import openshell.isolation.ReadyBoundary;
+import openshell.isolation.RunningBoundary;
+import openshell.isolation.SandboxContext;
+import openshell.isolation.SandboxId;
+import openshell.isolation.SandboxSessionId;
+import openshell.isolation.WorkloadIdentity;
+import org.junit.jupiter.api.Test;
+
+/** The runtime's main serving the Sandbox Protocol as a real process, and its exit rules. */
+class SandboxMainTest {
+    private static final Duration WAIT = TestSandbox.WAIT;
+
+    private static RunningBoundary startAgent(MainHarness main, List<String> agent, NetworkMediationSource[] mediation) {
+        SandboxContext context = new SandboxContext(new SandboxId(main.bundle.sandboxId()),
+                new SandboxSessionId(main.bundle.sessionId()), PolicySnapshot.of(1, main.bundle.policyYaml()),
+                new AgentSpec(agent, Map.of("PATH", "/usr/bin:/bin"), "/"),
+                new WorkloadIdentity(TestSandbox.NOBODY, TestSandbox.NOBODY, List.of()));
+        BoundBoundary bound = null;
+        // As SupervisorMain does: a link the runtime dropped before it was authenticated is retried on its next dial.
+        for (int attempt = 1; bound == null; attempt++) {
+            try {
+                bound = main.backend().attach(MainHarness.descriptor(), context);
+            } catch (openshell.isolation.BackendException e) {
+                if (attempt >= 5 || e.kind() != openshell.isolation.BackendException.Kind.UNAVAILABLE) {
+                    throw e;
+                }
+                System.err.println("attach attempt " + attempt + " failed: " + e.getMessage());
+            }
+        }
+        mediation[0] = bound.mediation();
+        ReadyBoundary ready = bound.confirm();
+        assertTrue(ready.evidence().directEgressFailed());
+        assertEquals(SandboxMain.POLICY_HELD_BY_SUPERVISOR, ready.evidence().policySha256());
+        return ready.startAgent();
+    }
+
+    @Test
+    void mainServesTheProtocolFromItsBundleAndExitsZeroAfterTheBoundaryEnds() throws Exception {
+        List<String> agent = List.of("/usr/bin/sleep", "600");
+        try (MainHarness main = new MainHarness("sb-serve", 3, agent)) {
+            CompletableFuture<String> err = main.stderr;
+            NetworkMediationSource[] mediation = new NetworkMediationSource[1];
+            RunningBoundary running = startAgent(main, agent, mediation);
+            try (ExecSession id = running.exec().exec(ExecSpec.builder(List.of("/usr/bin/id", "-u"))
+                    .environment(Map.of("PATH", "/usr/bin:/bin")).build())) {
+                assertEquals(TestSandbox.NOBODY + "\n", new String(id.stdout().readAllBytes(), StandardCharsets.UTF_8));
+                assertEquals(Optional.of(new ExitStatus.Exited(0)), id.process().awaitExit(WAIT));
+            }
+            running.terminate();
+            mediation[0].close();
+            main.loseSupervisor();
+            assertTrue(main.process.waitFor(WAIT.toSeconds(), TimeUnit.SECONDS), () -> err.getNow(""));
+            assertEquals(0, main.process.exitValue(), () -> err.getNow(""));
+            String line = main.servingLine;
+            assertTrue(line.contains("\"sandbox\":\"sb-serve\",\"generation\":3,\"serving\":true"), line);
+            assertTrue(line.contains("\"directEgressFailed\":true"), line);
+            assertTrue(line.contains("\"dumpable\":false"), line);
+        }
+    }
+
+    @Test
+    void losingTheSupervisorTerminatesTheWorkloadAfterTheGrace() throws Exception {
+        // A distinctive argv so the agent can be looked for in /proc afterwards.
+        List<String> agent = List.of("/usr/bin/sleep", "613.25");
+        try (MainHarness main = new MainHarness("sb-loss", 4, agent)) {
+            CompletableFuture<String> err = main.stderr;
+            NetworkMediationSource[] mediation = new NetworkMediationSource[1];
+            startAgent(main, agent, mediation);
+            assertTrue(agentAlive("613.25"), "the agent runs");
+            long lost = System.nanoTime();
+            // The supervisor goes away: its listener and its link close.
+            mediation[0].close();
+            main.loseSupervisor();
+            assertTrue(main.process.waitFor(SandboxMain.SUPERVISOR_LOSS_GRACE.plus(WAIT).toSeconds(), TimeUnit.SECONDS));
+            Duration took = Duration.ofNanos(System.nanoTime() - lost);
+            assertEquals(SandboxMain.EXIT_SUPERVISOR_LOST, main.process.exitValue(), () -> err.getNow(""));
+            assertTrue(took.compareTo(SandboxMain.SUPERVISOR_LOSS_GRACE) >= 0, "waited the grace: " + took);
+            assertTrue(err.get(WAIT.toSeconds(), TimeUnit.SECONDS).contains("supervisor lost"));
+            assertFalse(agentAlive("613.25"), "the agent is gone");
+        }
+    }
+
+    @Test
+    void theExitRulesHoldAtTheirBounds() {
+        long t0 = 1_000_000_000L;
+        SandboxMain.Watch first = new SandboxMain.Watch(t0);
+        assertEquals(-1, first.look(t0 + SandboxMain.FIRST_CONTACT_WAIT.toNanos() - 1, SandboxRuntime.State.SERVING, 0));
+        assertEquals(SandboxMain.EXIT_SUPERVISOR_LOST,
+                first.look(t0 + SandboxMain.FIRST_CONTACT_WAIT.toNanos(), SandboxRuntime.State.SERVING, 0));
+
+        SandboxMain.Watch lost = new SandboxMain.Watch(t0);
+        assertEquals(-1, lost.look(t0 + 5, SandboxRuntime.State.RUNNING, 1));
+        assertEquals(-1, lost.look(t0 + 5 + SandboxMain.SUPERVISOR_LOSS_GRACE.toNanos() - 1, SandboxRuntime.State.RUNNING, 0));
+        assertEquals(SandboxMain.EXIT_SUPERVISOR_LOST,
+                lost.look(t0 + 5 + SandboxMain.SUPERVISOR_LOSS_GRACE.toNanos(), SandboxRuntime.State.RUNNING, 0));
+
+        SandboxMain.Watch back = new SandboxMain.Watch(t0);
+        back.look(t0, SandboxRuntime.State.RUNNING, 1);
+        assertEquals(-1, back.look(t0 + SandboxMain.SUPERVISOR_LOSS_GRACE.toNanos() - 1, SandboxRuntime.State.RUNNING, 0));
+        assertEquals(-1, back.look(t0 + SandboxMain.SUPERVISOR_LOSS_GRACE.toNanos() - 1, SandboxRuntime.State.RUNNING, 1),
+                "a reconnect inside the grace keeps it serving");
+        assertEquals(-1, back.look(t0 + 2 * SandboxMain.SUPERVISOR_LOSS_GRACE.toNanos() - 2, SandboxRuntime.State.RUNNING, 0));
+
+        SandboxMain.Watch ended = new SandboxMain.Watch(t0);
+        assertEquals(-1, ended.look(t0, SandboxRuntime.State.ENDED, 1), "the supervisor may still read statuses");
+        assertEquals(-1, ended.look(t0 + SandboxMain.ENDED_LINGER.toNanos() - 1, SandboxRuntime.State.ENDED, 1));
+        assertEquals(0, ended.look(t0 + SandboxMain.ENDED_LINGER.toNanos(), SandboxRuntime.State.ENDED, 1));
+        assertEquals(0, new SandboxMain.Watch(t0).look(t0, SandboxRuntime.State.ENDED, 0), "ended and left: exit now");
+    }
+
+    private static boolean agentAlive(String marker) throws IOException {
+        try (Stream<Path> procs = Files.list(Path.of("/proc"))) {
+            return procs.filter(p -> p.getFileName().toString().chars().allMatch(Character::isDigit)).anyMatch(p -> {
+                try {
+                    return new String(Files.readAllBytes(p.resolve("cmdline")), StandardCharsets.UTF_8).contains(marker);
+                } catch (IOException e) {
+                    return false;
+                }
+            });
+        }
+    }
+}

@@ -1,0 +1,423 @@
+package openshell.supervisor;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.PrintStream;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Optional;
+import java.util.ServiceLoader;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import openshell.isolation.AgentSpec;
+import openshell.isolation.BackendException;
+import openshell.isolation.BackendRegistry;
+import openshell.isolation.BoundBoundary;
+import openshell.isolation.ExitStatus;
+import openshell.isolation.IsolationBackend;
+import openshell.isolation.NetworkMediationSource;
+import openshell.isolation.PolicySnapshot;
+import openshell.isolation.ReadyBoundary;
+import openshell.isolation.RunningBoundary;
+import openshell.isolation.SandboxContext;
+import openshell.isolation.SandboxId;
+import openshell.isolation.SandboxSessionId;
+import openshell.isolation.TopologyDescriptor;
+import openshell.isolation.VerifiedTopologyDescriptor;
+import openshell.isolation.WorkloadIdentity;
+import openshell.policy.Policy;
+import openshell.policy.PolicyException;
+import openshell.policy.PolicyGeneration;
+import openshell.protocol.Initiator;
+import openshell.protocol.LaunchBundles;
+import openshell.protocol.ProtocolException;
+import openshell.protocol.SupervisorBundle;
+import openshell.protocol.Refusal;
+import openshell.protocol.SupervisorEndpoint;
+import openshell.protocol.SupervisorLink;
+import openshell.protocol.TokenPair;
+import openshell.protocol.TokenSlot;
+import openshell.protocol.Transport;
+import openshell.protocol.UnixPeerPolicy;
+import openshell.supervisor.spi.GatewaySessionClient;
+
+/**
+ * The supervisor's entry point, as the process driver starts it on the host:
+ * {@code --sandbox ID --generation N --channel SOCKET --bundle-stdin [--runtime-uid UID]
+ * [--admin-port P] [--audit-file FILE]}, the supervisor launch bundle on standard input. It
+ * validates the bundle and the policy, listens on the channel for the runtime (runtime-initiated;
+ * only the runtime's uid may connect), resolves {@code openshell-sandbox}@1 by exact name and
+ * version through {@code ServiceLoader} (no fallback), runs attach, takes the mediation source,
+ * starts {@code SandboxMediation} over it, confirms, starts the agent, starts the admin server on
+ * loopback and prints one JSON readiness line on standard output. Audit lines go to standard
+ * error (or the audit file). It exits with the agent's status (128 + signal when signalled), or
+ * on SIGTERM after terminating the boundary first.
+ */
+public final class SupervisorMain {
+    /** Exit status for bad arguments, bundle or policy. */
+    static final int EXIT_USAGE = 64;
+    /** Exit status when the backend, attach, confirm or startAgent fails. */
+    static final int EXIT_BOUNDARY_FAILED = 70;
+    /** Longest wait for the runtime to dial in and attach. */
+    static final Duration ATTACH_WAIT = Duration.ofSeconds(120);
+    /** The backend this main drives: the OpenShell sandbox runtime, by exact name and version. */
+    static final openshell.isolation.BackendKey BACKEND = OpenShellRuntimeBackend.KEY;
+
+    private SupervisorMain() {
+    }
+
+    /**
+     * The launch arguments.
+     *
+     * @param sandbox    the sandbox id
+     * @param generation the runtime generation
+     * @param channel    the socket the runtime dials
+     * @param runtimeUid the runtime's host uid, the only peer admitted on the channel
+     * @param adminPort  admin port on 127.0.0.1 (0: any)
+     * @param auditFile  where audit lines go instead of standard error
+     */
+    record Arguments(String sandbox, long generation, Path channel, Optional<Long> runtimeUid, int adminPort,
+                     Optional<Path> auditFile) {
+        static final String USAGE = "usage: --sandbox ID --generation N --channel SOCKET --bundle-stdin "
+                + "[--runtime-uid UID] [--admin-port P] [--audit-file FILE]";
+
+        static Arguments parse(List<String> args) {
+            String sandbox = null;
+            Path channel = null;
+            Long runtimeUid = null;
+            Path audit = null;
+            long generation = -1;
+            int adminPort = 0;
+            boolean stdinBundle = false;
+            for (int i = 0; i < args.size(); i++) {
+                String arg = args.get(i);
+                if (arg.equals("--bundle-stdin")) {
+                    stdinBundle = true;
+                    continue;
+                }
+                if (i + 1 >= args.size()) {
+                    throw new IllegalArgumentException(arg.startsWith("--") ? arg + " needs a value" : "unknown argument " + arg);
+                }
+                String value = args.get(++i);
+                switch (arg) {
+                    case "--sandbox" -> sandbox = value;
+                    case "--generation" -> generation = number(arg, value);
+                    case "--channel" -> channel = Path.of(value);
+                    case "--runtime-uid" -> runtimeUid = number(arg, value);
+                    case "--admin-port" -> adminPort = (int) number(arg, value);
+                    case "--audit-file" -> audit = Path.of(value);
+                    default -> throw new IllegalArgumentException("unknown argument " + arg);
+                }
+            }
+            if (sandbox == null || channel == null || generation < 0 || !stdinBundle || adminPort > 65535) {
+                throw new IllegalArgumentException(USAGE);
+            }
+            return new Arguments(sandbox, generation, channel, Optional.ofNullable(runtimeUid), adminPort,
+                    Optional.ofNullable(audit));
+        }
+
+        private static long number(String arg, String value) {
+            try {
+                long n = Long.parseLong(value);
+                if (n < 0) {
+                    throw new NumberFormatException();
+                }
+                return n;
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException(arg + " must be a non-negative number: " + value);
+            }
+        }
+    }
+
+    /**
+     * Entry point.
+     *
+     * @param args see the class comment
+     */
+    public static void main(String[] args) {
+        System.exit(run(List.of(args), System.in, System.out, System.err));
+    }
+
+    static int run(List<String> args, InputStream stdin, PrintStream out, PrintStream err) {
+        Arguments arguments;
+        SupervisorBundle bundle;
+        PolicyInstallation policies;
+        Credentials credentials;
+        try {
+            arguments = Arguments.parse(args);
+            byte[] bytes = LaunchBundles.read(stdin);
+            try {
+                bundle = LaunchBundles.supervisorBundle(bytes);
+            } finally {
+                Arrays.fill(bytes, (byte) 0);
+            }
+            if (!bundle.sandboxId().equals(arguments.sandbox()) || bundle.generation() != arguments.generation()) {
+                throw new IllegalArgumentException("the launch bundle is for " + bundle.sandboxId() + "@"
+                        + bundle.generation() + ", not " + arguments.sandbox() + "@" + arguments.generation());
+            }
+            policies = new PolicyInstallation(PolicyGeneration.first(Policy.parse(bundle.policyYaml())),
+                    PolicyInstallation.OnInvalid.KEEP_LAST_VALID);
+            List<CredentialProvider> providers = new ArrayList<>();
+            for (LaunchBundles.Credential c : bundle.credentials()) {
+                byte[] secret = c.secret();
+                try {
+                    providers.add(CredentialProvider.of(c.name(), secret, Set.copyOf(c.hosts())));
+                } finally {
+                    Arrays.fill(secret, (byte) 0);
+                }
+            }
+            credentials = Credentials.of(providers);
+        } catch (PolicyException e) {
+            err.println("openshell-supervisor: the policy is invalid: " + (e.problems().isEmpty() ? e.getMessage()
+                    : e.problems().stream().map(Object::toString).toList()));
+            return EXIT_USAGE;
+        } catch (IllegalArgumentException | IOException | ProtocolException | SupervisorException | BackendException e) {
+            err.println("openshell-supervisor: " + e.getMessage());
+            return EXIT_USAGE;
+        }
+        try {
+            return new Session(arguments, bundle, policies, credentials, out, err).run();
+        } finally {
+            credentials.destroy();
+        }
+    }
+
+    /** One run of the boundary, from listening to the agent's exit. */
+    private static final class Session {
+        private final Arguments arguments;
+        private final SupervisorBundle bundle;
+        private final PolicyInstallation policies;
+        private final Credentials credentials;
+        private final PrintStream out;
+        private final PrintStream err;
+        private final AtomicReference<RunningBoundary> running = new AtomicReference<>();
+        private final AtomicBoolean stopping = new AtomicBoolean();
+
+        Session(Arguments arguments, SupervisorBundle bundle, PolicyInstallation policies, Credentials credentials,
+                PrintStream out, PrintStream err) {
+            this.arguments = arguments;
+            this.bundle = bundle;
+            this.policies = policies;
+            this.credentials = credentials;
+            this.out = out;
+            this.err = err;
+        }
+
+        int run() {
+            TokenSlot tokens = new TokenSlot(bundle.tokens(), Clock.systemUTC());
+            SupervisorEndpoint endpoint = SupervisorEndpoint.builder()
+                    .transport(Transport.unix(arguments.channel()))
+                    .initiator(Initiator.RUNTIME)
+                    .pin(bundle.pin())
+                    .tokens(tokens)
+                    .peerPolicy(arguments.runtimeUid().map(uid -> UnixPeerPolicy.user(Long.toString(uid)))
+                            .orElse(UnixPeerPolicy.sameUser()))
+                    .build();
+            AuditSink audit;
+            PrintStream auditFile = null;
+            try {
+                if (arguments.auditFile().isPresent()) {
+                    auditFile = new PrintStream(Files.newOutputStream(arguments.auditFile().get()), true, StandardCharsets.UTF_8);
+                }
+            } catch (IOException e) {
+                err.println("openshell-supervisor: cannot open the audit file: " + e.getMessage());
+                return EXIT_USAGE;
+            }
+            PrintStream auditOut = auditFile != null ? auditFile : err;
+            audit = line -> {
+                synchronized (auditOut) {
+                    auditOut.println(line);
+                }
+            };
+            Thread hook = Thread.ofPlatform().unstarted(this::terminate);
+            Runtime.getRuntime().addShutdownHook(hook);
+            SandboxMediation mediation = null;
+            Optional<GatewaySessionClient.Session> gateway = Optional.empty();
+            Thread attachWatch = null;
+            long attachDeadline = System.nanoTime() + ATTACH_WAIT.toNanos();
+            Runnable uninstall = OpenShellRuntimeBackend.installLaunchMaterial(d -> connect(endpoint, attachDeadline));
+            try {
+                endpoint.listen();
+                arguments.runtimeUid().ifPresent(uid -> giveSocketTo(uid));
+                // accept() has no timeout: closing the endpoint is what ends a wait for a runtime that never dials.
+                AtomicBoolean attached = new AtomicBoolean();
+                attachWatch = Thread.ofPlatform().daemon().name("attach-watch").start(() -> {
+                    try {
+                        Thread.sleep(ATTACH_WAIT);
+                        if (!attached.get()) {
+                            err.println("openshell-supervisor: the runtime did not attach within " + ATTACH_WAIT);
+                            endpoint.close();
+                        }
+                    } catch (InterruptedException e) {
+                        // attached in time
+                    }
+                });
+                BackendRegistry registry = BackendRegistry.load();
+                VerifiedTopologyDescriptor descriptor = registry.verify(TopologyDescriptor.of(BACKEND,
+                        arguments.channel().toString().getBytes(StandardCharsets.UTF_8)), BACKEND);
+                IsolationBackend backend = registry.backend(descriptor);
+                SandboxContext context = new SandboxContext(new SandboxId(bundle.sandboxId()),
+                        new SandboxSessionId(bundle.sessionId()), PolicySnapshot.of(1, bundle.policyYaml()),
+                        new AgentSpec(bundle.agent().argv(), bundle.agent().environment(), bundle.agent().workingDirectory()),
+                        new WorkloadIdentity(bundle.workloadUid(), bundle.workloadGid(), List.of(bundle.workloadGid())));
+                BoundBoundary bound = attach(backend, descriptor, context, attachDeadline);
+                attached.set(true);
+                attachWatch.interrupt();
+                NetworkMediationSource source = bound.mediation();
+                mediation = SandboxMediation.builder().sandbox(context.sandboxId()).policies(policies)
+                        .credentials(credentials).audit(audit).build();
+                mediation.start(source);
+                ReadyBoundary ready = bound.confirm();
+                if (!ready.evidence().directEgressFailed()) {
+                    ready.abort();
+                    throw new BackendException(BackendException.Kind.FAILED,
+                            "the runtime reports that direct egress did not fail: refusing to start the agent");
+                }
+                running.set(ready.startAgent());
+                if (stopping.get()) {
+                    running.get().terminate();
+                }
+                gateway = openGateway(tokens);
+                SandboxMediation live = mediation;
+                try (AdminServer admin = AdminServer.start("127.0.0.1", arguments.adminPort(),
+                        () -> running.get().running(), live)) {
+                    out.println("{\"ready\":true,\"admin\":\"http://127.0.0.1:" + admin.port() + "\",\"sandbox\":\""
+                            + bundle.sandboxId() + "\",\"generation\":" + bundle.generation() + ",\"backend\":\""
+                            + BACKEND.name() + "@" + BACKEND.version() + "\",\"kernel\":\"" + ready.evidence().kernel()
+                            + "\",\"controls\":" + ready.evidence().controls().size() + ",\"policyGeneration\":"
+                            + policies.number() + "}");
+                    out.flush();
+                    ExitStatus status = running.get().agent().awaitExit();
+                    err.println("openshell-supervisor: the agent ended: " + status);
+                    return switch (status) {
+                        case ExitStatus.Exited e -> e.code();
+                        case ExitStatus.Signaled s -> 128 + s.signal();
+                    };
+                }
+            } catch (BackendException | ProtocolException | SupervisorException e) {
+                err.println("openshell-supervisor: " + (stopping.get() ? "stopped: " : "boundary failed: ") + e.getMessage());
+                return EXIT_BOUNDARY_FAILED;
+            } catch (Exception e) {
+                err.println("openshell-supervisor: " + e);
+                return EXIT_BOUNDARY_FAILED;
+            } finally {
+                uninstall.run();
+                endpoint.close();
+                if (attachWatch != null) {
+                    attachWatch.interrupt();
+                }
+                gateway.ifPresent(GatewaySessionClient.Session::close);
+                terminate();
+                if (mediation != null) {
+                    mediation.close();
+                }
+                if (auditFile != null) {
+                    auditFile.close();
+                }
+                try {
+                    Runtime.getRuntime().removeShutdownHook(hook);
+                } catch (IllegalStateException e) {
+                    // Shutting down already: the hook runs terminate(), which is idempotent.
+                }
+            }
+        }
+
+        /**
+         * Takes the runtime's link. A link whose TLS handshake failed (the runtime gives up a
+         * pre-auth link after its handshake timeout, and a cold JVM on a loaded machine can be that
+         * slow) is dropped and the runtime's next dial taken, until the deadline.
+         */
+        private SupervisorLink connect(SupervisorEndpoint endpoint, long deadline) {
+            while (true) {
+                try {
+                    return endpoint.connect();
+                } catch (ProtocolException e) {
+                    if (stopping.get() || System.nanoTime() > deadline || e.refusal() != Refusal.TRANSPORT_FAILED) {
+                        throw e;
+                    }
+                    err.println("openshell-supervisor: a runtime link failed before it was up (" + e.getMessage()
+                            + "); taking the next one");
+                }
+            }
+        }
+
+        /**
+         * Attach, taking the runtime's next link while a link dies before its first call is
+         * served (UNAVAILABLE): the runtime closes a link that is not authenticated within its
+         * handshake timeout, and redials.
+         */
+        private BoundBoundary attach(IsolationBackend backend, VerifiedTopologyDescriptor descriptor,
+                                     SandboxContext context, long deadline) {
+            while (true) {
+                try {
+                    return backend.attach(descriptor, context);
+                } catch (BackendException e) {
+                    if (stopping.get() || System.nanoTime() > deadline || e.kind() != BackendException.Kind.UNAVAILABLE) {
+                        throw e;
+                    }
+                    err.println("openshell-supervisor: attach failed (" + e.getMessage() + "); retrying on the next link");
+                }
+            }
+        }
+
+        /** terminateBoundary first, whatever ends the supervisor (agent exit, SIGTERM, failure). */
+        private void terminate() {
+            stopping.set(true);
+            RunningBoundary r = running.get();
+            if (r != null) {
+                try {
+                    r.terminate();
+                } catch (RuntimeException e) {
+                    err.println("openshell-supervisor: terminateBoundary failed: " + e.getMessage());
+                }
+            }
+        }
+
+        private void giveSocketTo(long uid) {
+            try {
+                // The runtime runs as the sandbox's mapped root: it must be able to connect.
+                Files.setAttribute(arguments.channel(), "unix:uid", (int) uid);
+                Files.setAttribute(arguments.channel(), "unix:gid", (int) uid);
+            } catch (IOException e) {
+                throw new SupervisorException("cannot give the channel " + arguments.channel() + " to uid " + uid + ": "
+                        + e.getMessage());
+            }
+        }
+
+        private Optional<GatewaySessionClient.Session> openGateway(TokenSlot tokens) {
+            if (bundle.gatewayEndpoint().isEmpty()) {
+                return Optional.empty();
+            }
+            Optional<GatewaySessionClient> client = ServiceLoader.load(GatewaySessionClient.class).findFirst();
+            if (client.isEmpty()) {
+                err.println("openshell-supervisor: the launch names gateway endpoint " + bundle.gatewayEndpoint().get()
+                        + " but no gateway session client is installed; running on the bundle's policy and tokens only");
+                return Optional.empty();
+            }
+            GatewaySessionClient.Target target = new GatewaySessionClient.Target(URI.create(bundle.gatewayEndpoint().get()),
+                    bundle.sandboxId(), bundle.generation(), tokens.current().gatewayToken());
+            return Optional.of(client.get().open(target, new GatewaySessionClient.Callback() {
+                @Override
+                public GatewaySessionClient.Revision applyPolicy(byte[] policyYaml) {
+                    ReloadReport report = policies.reload(policyYaml);
+                    return new GatewaySessionClient.Revision(report.outcome() == ReloadReport.Outcome.LOADED,
+                            report.generation(), report.reasons());
+                }
+
+                @Override
+                public void refreshTokens(String gatewayToken, String sandboxToken, long credentialEpoch,
+                                          java.time.Instant expiresAt) {
+                    tokens.refresh(new TokenPair(gatewayToken, sandboxToken, credentialEpoch, expiresAt));
+                }
+            }));
+        }
+    }
+}

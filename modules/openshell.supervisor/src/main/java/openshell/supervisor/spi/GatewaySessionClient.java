@@ -1,0 +1,100 @@
+package openshell.supervisor.spi;
+
+import java.net.URI;
+import java.time.Instant;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * The supervisor's outbound session to its gateway (config fetch, policy revisions, token
+ * refresh, exec and forward relays), as a service so the gateway's client can live in the
+ * gateway's module: {@code SupervisorMain} loads at most one with {@code ServiceLoader} and opens
+ * it when its launch bundle names a gateway endpoint. Without one, the supervisor runs on what its
+ * bundle holds (first policy, first token pair) and says so once.
+ */
+public interface GatewaySessionClient {
+    /**
+     * Opens the session; it lives until closed and reconnects on its own.
+     *
+     * @param target   where and as whom
+     * @param callback what the supervisor does on the gateway's behalf
+     * @return the open session
+     */
+    Session open(Target target, Callback callback);
+
+    /**
+     * The session's coordinates, from the launch bundle.
+     *
+     * @param endpoint     the gateway's session endpoint
+     * @param sandboxId    the sandbox
+     * @param generation   the runtime generation
+     * @param gatewayToken the gateway-audience bearer token of the current epoch (a secret: never log it)
+     */
+    record Target(URI endpoint, String sandboxId, long generation, String gatewayToken) {
+        /**
+         * Canonical constructor.
+         *
+         * @param endpoint     endpoint
+         * @param sandboxId    sandbox
+         * @param generation   generation
+         * @param gatewayToken token
+         */
+        public Target {
+            Objects.requireNonNull(endpoint);
+            Objects.requireNonNull(sandboxId);
+            Objects.requireNonNull(gatewayToken);
+        }
+
+        @Override
+        public String toString() {
+            return "Target[" + endpoint + ", " + sandboxId + "@" + generation + ", token hidden]";
+        }
+    }
+
+    /** What the gateway may ask of the supervisor over the session. */
+    interface Callback {
+        /**
+         * A policy revision: validated whole and installed atomically, or refused.
+         *
+         * @param policyYaml the new policy
+         * @return the outcome: {@code LOADED} with an empty list, or {@code FAILED} with every reason
+         */
+        Revision applyPolicy(byte[] policyYaml);
+
+        /**
+         * A refreshed token pair of a strictly higher credential epoch.
+         *
+         * @param gatewayToken    gateway-audience token
+         * @param sandboxToken    sandbox-audience token
+         * @param credentialEpoch its epoch
+         * @param expiresAt       its expiry
+         */
+        void refreshTokens(String gatewayToken, String sandboxToken, long credentialEpoch, Instant expiresAt);
+    }
+
+    /**
+     * The result of a policy revision.
+     *
+     * @param loaded     whether it became effective
+     * @param generation the effective policy generation afterwards
+     * @param reasons    why it failed (empty when loaded)
+     */
+    record Revision(boolean loaded, long generation, List<String> reasons) {
+        /**
+         * Canonical constructor.
+         *
+         * @param loaded     loaded
+         * @param generation generation
+         * @param reasons    reasons
+         */
+        public Revision {
+            reasons = List.copyOf(reasons);
+        }
+    }
+
+    /** An open session. */
+    interface Session extends AutoCloseable {
+        @Override
+        void close();
+    }
+}
