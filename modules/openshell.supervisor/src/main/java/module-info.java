@@ -80,7 +80,8 @@
  * with a request id and digest, process I/O and mediation are streams.
  */
 module openshell.supervisor {
-    requires openshell.isolation;
+    // The exported SPI's exec callback speaks the isolation contract's ExecSpec/ExecSession.
+    requires transitive openshell.isolation;
     requires openshell.policy;
     requires io.helidon.common;
     requires io.helidon.http;
@@ -99,5 +100,6 @@ module openshell.supervisor {
     exports openshell.supervisor.spi;
 
     uses openshell.supervisor.spi.GatewaySessionClient;
+    provides openshell.supervisor.spi.GatewaySessionClient with openshell.supervisor.SessionClientProvider;
     provides openshell.isolation.spi.IsolationBackendProvider with openshell.supervisor.OpenShellRuntimeBackend.Provider;
 }
