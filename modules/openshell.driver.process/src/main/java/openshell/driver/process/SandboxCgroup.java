@@ -93,7 +93,7 @@ record SandboxCgroup(Path path) {
             try {
                 Files.deleteIfExists(dir);
                 return;
-            } catch (java.nio.file.DirectoryNotEmptyException | java.nio.file.FileSystemException e) {
+            } catch (java.nio.file.FileSystemException e) {
                 // EBUSY while killed processes are still leaving the cgroup.
                 if (System.nanoTime() > deadline) {
                     throw e;
