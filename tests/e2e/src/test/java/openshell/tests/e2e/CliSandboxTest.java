@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -40,16 +41,52 @@ class CliSandboxTest {
         return Cli.run(state, launchers(), args);
     }
 
-    /** The process driver's launchers, from this test's environment (the operator's way to give them). */
-    private static Map<String, String> launchers() {
+    /**
+     * The process driver's launchers, given the operator's way (environment variables): two scripts
+     * running the supervisor and sandbox runtime mains from this test's own module path, in a
+     * directory every sandbox uid can read.
+     */
+    private static Map<String, String> launchers() throws Exception {
+        Path dir = Path.of(System.getProperty("openshell.e2e.launchers"));
+        Files.createDirectories(dir);
         Map<String, String> env = new LinkedHashMap<>();
-        for (String name : new String[] {"OPENSHELL_SUPERVISOR_LAUNCHER", "OPENSHELL_RUNTIME_LAUNCHER"}) {
-            String value = System.getenv(name);
-            if (value != null) {
-                env.put(name, value);
-            }
-        }
+        env.put("OPENSHELL_SUPERVISOR_LAUNCHER", launcher(dir, "supervisor", "openshell.supervisor/openshell.supervisor.SupervisorMain").toString());
+        env.put("OPENSHELL_RUNTIME_LAUNCHER", launcher(dir, "runtime", "openshell.sandbox/openshell.sandbox.SandboxMain").toString());
         return env;
+    }
+
+    /**
+     * This test's module path, copied where the sandbox's mapped uid can read it (the local Maven
+     * repository under /root is private): the runtime starts inside the sandbox's user namespace.
+     */
+    private static String readableModulePath(Path dir) throws Exception {
+        Path lib = dir.resolve("lib");
+        Files.createDirectories(lib);
+        Files.setPosixFilePermissions(lib, PosixFilePermissions.fromString("rwxr-xr-x"));
+        java.util.List<String> entries = new java.util.ArrayList<>();
+        for (String entry : System.getProperty("jdk.module.path").split(java.io.File.pathSeparator)) {
+            Path source = Path.of(entry);
+            if (!Files.isRegularFile(source)) {
+                continue;
+            }
+            Path copy = lib.resolve(source.getFileName());
+            Files.copy(source, copy, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+            Files.setPosixFilePermissions(copy, PosixFilePermissions.fromString("rw-r--r--"));
+            entries.add(copy.toString());
+        }
+        return String.join(java.io.File.pathSeparator, entries);
+    }
+
+    private static Path launcher(Path dir, String name, String main) throws Exception {
+        String java = ProcessHandle.current().info().command().orElseThrow();
+        Path script = dir.resolve(name);
+        Files.writeString(script, "#!/bin/sh\nexec " + java + " --enable-native-access=com.sun.jna"
+                + " -Djna.boot.library.path=" + System.getProperty("openshell.e2e.jna")
+                + " -Djna.nounpack=true -Djna.noclasspath=true --add-modules ALL-MODULE-PATH"
+                + " -p " + readableModulePath(dir) + " -m " + main + " \"$@\"\n");
+        Files.setPosixFilePermissions(script, PosixFilePermissions.fromString("rwxr-xr-x"));
+        Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxr-xr-x"));
+        return script;
     }
 
     @AfterEach
@@ -57,6 +94,24 @@ class CliSandboxTest {
         if (state != null && Files.exists(state.resolve("gateway.json"))) {
             cli("gateway", "stop");
         }
+    }
+
+    private String gatewayLog() throws Exception {
+        Path log = state.resolve("gateway.log");
+        StringBuilder b = new StringBuilder("\n--- gateway.log ---\n").append(Files.exists(log) ? Files.readString(log) : "none");
+        Path sandboxes = state.resolve("drivers/process/sandboxes");
+        if (Files.isDirectory(sandboxes)) {
+            try (var dirs = Files.list(sandboxes)) {
+                for (Path d : dirs.toList()) {
+                    for (String f : new String[] {"supervisor.log", "runtime.log"}) {
+                        if (Files.exists(d.resolve(f))) {
+                            b.append("\n--- ").append(f).append(" ---\n").append(Files.readString(d.resolve(f)));
+                        }
+                    }
+                }
+            }
+        }
+        return b.toString();
     }
 
     @Test
@@ -95,9 +150,8 @@ class CliSandboxTest {
     }
 
     /**
-     * The README's main job with the real process driver. Needs the supervisor and sandbox
-     * runtime mains (branch feat/mains) and their launchers in OPENSHELL_SUPERVISOR_LAUNCHER and
-     * OPENSHELL_RUNTIME_LAUNCHER; without them admission fails and so does this test, saying so.
+     * The README's main job with the real process driver, the real supervisor and sandbox runtime
+     * mains, and the supervisor's session to the gateway.
      */
     @Test
     void createExecPolicySetStopStartDeleteUnderTheProcessDriver() throws Exception {
@@ -107,13 +161,12 @@ class CliSandboxTest {
         Path workspace = Files.createDirectories(tmp.resolve("workspace"));
         Cli.Result created = cli("--output", "json", "sandbox", "create", "--policy", policy.toString(),
                 "--name", "job", "--workspace", workspace.toString(), "--", "/bin/sleep", "600");
-        assertEquals(0, created.exit(), "sandbox create failed (the process driver needs the supervisor and runtime "
-                + "mains of feat/mains and their launchers in OPENSHELL_SUPERVISOR_LAUNCHER/OPENSHELL_RUNTIME_LAUNCHER): "
-                + created.out() + created.err());
+        assertEquals(0, created.exit(), "sandbox create failed: " + created.out() + created.err()
+                + gatewayLog());
         assertTrue(created.out().contains("\"state\":\"RUNNING\""), created.out());
 
         Cli.Result exec = cli("sandbox", "exec", "job", "--", "/bin/sh", "-c", "echo out; echo err >&2; exit 3");
-        assertEquals(3, exec.exit(), exec.err());
+        assertEquals(3, exec.exit(), exec.err() + gatewayLog());
         assertEquals("out\n", exec.out());
         assertEquals("err\n", exec.err());
 
