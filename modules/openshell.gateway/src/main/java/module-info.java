@@ -2,6 +2,24 @@
  * The gateway: the public API, sandbox records, admission, JWT minting and supervisor sessions.
  * Exports nothing; it is a program, not a library.
  *
+ * <h2>Admission and launches</h2>
+ * {@code POST /v1/sandboxes} validates the policy whole (every problem listed, nothing changed),
+ * takes the driver from trusted configuration, never the request, and seals each launch with
+ * {@code openshell.protocol.LaunchBundles} over the gateway's persistent ES256 key
+ * ({@code <state>/signing-key}, 0600, generated at first start, never logged). Each launch has a
+ * fresh session lineage and the next runtime generation; the record, descriptor, generation and
+ * credential epoch are persisted, so a restarted gateway lists, stops, starts and deletes every
+ * sandbox.
+ *
+ * <h2>Supervisor sessions</h2>
+ * Each supervisor keeps one gRPC stream ({@code GatewaySession.Open}, HTTP/2 on the API port),
+ * authenticated by its first message with the launch's gateway-audience token: signature, issuer,
+ * audience, sandbox, generation and lineage must match the record and the epoch must be no lower
+ * than the recorded one. Right after a hello the gateway refreshes the pair with the next epoch
+ * (so an opening token is spent; after a restart the old lineage's tokens die at once), and again
+ * {@code REFRESH_MARGIN} before expiry. Policy sets, exec relays and logs travel on this stream.
+ * Plain HTTP/2 suits a loopback gateway; a gateway on another host needs TLS in front.
+ *
  * <h2>Storage</h2>
  * Sandbox records live in an embedded H2 database under the state directory by default (zero
  * setup) or in PostgreSQL for several gateway replicas on one database. The schema is versioned;
@@ -14,11 +32,34 @@
  * <tr><td>{@code SandboxRecord.MAX_POLICY_BYTES}</td><td>1 MiB</td><td>refused, nothing written</td></tr>
  * <tr><td>{@code SandboxStore.MAX_SANDBOXES}</td><td>10,000</td><td>create refused</td></tr>
  * </table>
+ *
+ * <table>
+ * <caption>Bounds owned by the API and the sessions</caption>
+ * <tr><th>Constant</th><th>Value</th><th>At the bound</th></tr>
+ * <tr><td>{@code GatewayServer.MAX_REQUEST_BYTES}</td><td>64 KiB</td><td>413, nothing read</td></tr>
+ * <tr><td>{@code LaunchSpec.MAX_PROVIDERS}</td><td>32</td><td>create refused (400)</td></tr>
+ * <tr><td>{@code SandboxApi.MAX_EXEC_STDIN_BYTES}</td><td>32 KiB</td><td>exec refused (400)</td></tr>
+ * <tr><td>{@code SandboxApi.EXEC_HEARTBEAT}</td><td>10 s</td><td>an empty {@code {}} line on a quiet exec stream</td></tr>
+ * <tr><td>{@code SessionHub.HELLO_TIMEOUT}</td><td>10 s</td><td>a stream without a hello is closed</td></tr>
+ * <tr><td>{@code SessionHub.POLICY_TIMEOUT}</td><td>30 s</td><td>policy set answers 503, nothing recorded</td></tr>
+ * <tr><td>{@code SessionHub.ACK_TIMEOUT}</td><td>30 s</td><td>an unacknowledged refresh ends the session</td></tr>
+ * <tr><td>{@code SessionHub.TOKEN_LIFETIME}</td><td>30 min</td><td>tokens expire; refreshed 10 min before</td></tr>
+ * <tr><td>{@code SessionHub.MAX_EXECS_PER_SESSION}</td><td>64</td><td>the next exec is refused (429)</td></tr>
+ * <tr><td>{@code SessionHub.MAX_EXEC_EVENTS}</td><td>256</td><td>the supervisor's stream waits up to 30 s, then the exec is abandoned</td></tr>
+ * <tr><td>{@code SessionHub.MAX_LOG_LINES}</td><td>1000 per sandbox</td><td>the oldest line goes</td></tr>
+ * <tr><td>{@code SessionHub.MAX_LOG_LINE_CHARS}</td><td>4096</td><td>the line is cut</td></tr>
+ * </table>
  */
 module openshell.gateway {
     requires java.sql;
     requires openshell.driver;
     requires openshell.isolation;
+    requires openshell.policy;
+    requires openshell.protocol;
+    requires io.helidon.webserver.grpc;
+    requires io.grpc;
+    requires io.grpc.stub;
+    requires com.google.protobuf;
     requires io.helidon.common.config;
     requires io.helidon.http;
     requires io.helidon.webserver;

@@ -8,8 +8,11 @@
  * and its generated messages and stubs in {@code openshell.protocol.wire}; both are
  * exported, qualified, to {@code openshell.sandbox} (serves {@code RuntimeEndpoint}) and
  * {@code openshell.supervisor} (opens {@code SupervisorEndpoint}/{@code SupervisorLink}).
- * {@code openshell.gateway} receives package {@code openshell.protocol}: it mints each launch's
- * bundles with {@code LaunchBundles} (TLS material and the token pair) and refreshes tokens. The friends are compiled after this
+ * {@code openshell.gateway} receives both packages: it mints each launch's bundles with
+ * {@code LaunchBundles} (TLS material and the token pair) over its persisted signing key
+ * ({@code TokenIssuer.of}), refreshes tokens, and serves the supervisor session
+ * ({@code session.proto}: one outbound stream per supervisor, whose stubs both ends need,
+ * which is why it lives here). The friends are compiled after this
  * module, so javac cannot see them here: hence {@code @SuppressWarnings("module")}.
  *
  * <h2>Roles</h2>
@@ -117,7 +120,7 @@
 @SuppressWarnings("module")
 module openshell.protocol {
     exports openshell.protocol to openshell.sandbox, openshell.supervisor, openshell.gateway;
-    exports openshell.protocol.wire to openshell.sandbox, openshell.supervisor;
+    exports openshell.protocol.wire to openshell.sandbox, openshell.supervisor, openshell.gateway;
 
     requires io.helidon.webserver;
     requires io.helidon.webserver.http2;

@@ -80,7 +80,8 @@
  * with a request id and digest, process I/O and mediation are streams.
  */
 module openshell.supervisor {
-    requires openshell.isolation;
+    // The exported SPI's exec callback speaks the isolation contract's ExecSpec/ExecSession.
+    requires transitive openshell.isolation;
     requires openshell.policy;
     requires io.helidon.common;
     requires io.helidon.http;
@@ -91,10 +92,14 @@ module openshell.supervisor {
     requires openshell.protocol;
     requires io.grpc;
     requires io.grpc.stub;
+    // The gateway session's client (GatewaySession): HTTP/2 gRPC to the gateway.
+    requires io.helidon.webclient.grpc;
+    requires io.helidon.common.tls;
     requires com.google.protobuf;
 
     exports openshell.supervisor.spi;
 
     uses openshell.supervisor.spi.GatewaySessionClient;
+    provides openshell.supervisor.spi.GatewaySessionClient with openshell.supervisor.SessionClientProvider;
     provides openshell.isolation.spi.IsolationBackendProvider with openshell.supervisor.OpenShellRuntimeBackend.Provider;
 }

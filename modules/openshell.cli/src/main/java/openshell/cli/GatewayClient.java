@@ -24,16 +24,24 @@ import jakarta.json.JsonReader;
  */
 final class GatewayClient {
     static final Duration TIMEOUT = Duration.ofSeconds(30);
+    /** Read timeout of a streamed exec: the gateway sends a heartbeat line every 10 s of silence. */
+    static final Duration STREAM_TIMEOUT = Duration.ofSeconds(60);
+    /** Reply timeout of a policy set: the gateway waits up to 30 s for the supervisor's verdict. */
+    static final Duration POLICY_TIMEOUT = Duration.ofSeconds(60);
 
     /** A reply: status and JSON body (empty object when there is none). */
     record Reply(int status, JsonObject body) {
     }
 
     private final WebClient client;
+    private final WebClient streaming;
     private final String token;
 
     private GatewayClient(String url, String token) {
-        this.client = WebClient.builder().baseUri(url).readTimeout(TIMEOUT).connectTimeout(Duration.ofSeconds(5)).build();
+        this.client = WebClient.builder().baseUri(url).readTimeout(POLICY_TIMEOUT).connectTimeout(Duration.ofSeconds(5))
+                .build();
+        this.streaming = WebClient.builder().baseUri(url).readTimeout(STREAM_TIMEOUT)
+                .connectTimeout(Duration.ofSeconds(5)).build();
         this.token = token;
     }
 
@@ -80,6 +88,47 @@ final class GatewayClient {
                 }
             }
             return new Reply(response.status().code(), body);
+        } catch (UncheckedIOException e) {
+            throw new CliException(CliException.NO_GATEWAY, "the gateway does not answer: " + e.getMessage()
+                    + "; is it running? (openshell gateway status)");
+        }
+    }
+
+    /**
+     * A streamed call: each line of a 200 reply's NDJSON body goes to {@code onLine} as it arrives.
+     *
+     * @return the reply: status and, for anything but 200, the JSON error body
+     */
+    Reply stream(String path, JsonObject payload, java.util.function.Consumer<JsonObject> onLine) {
+        HttpClientRequest request = streaming.method(Method.POST).path(path)
+                .header(HeaderNames.AUTHORIZATION, "Bearer " + token)
+                .header(HeaderNames.CONTENT_TYPE, "application/json");
+        try (HttpClientResponse response = request.submit(Main.write(payload))) {
+            if (response.status().code() != 200) {
+                String text = response.entity().hasEntity() ? response.as(String.class) : "";
+                JsonObject body = Json.createObjectBuilder().build();
+                if (!text.isBlank()) {
+                    try (JsonReader r = Json.createReader(new StringReader(text))) {
+                        body = r.readObject();
+                    }
+                }
+                return new Reply(response.status().code(), body);
+            }
+            try (java.io.BufferedReader lines = new java.io.BufferedReader(new java.io.InputStreamReader(
+                    response.inputStream(), StandardCharsets.UTF_8))) {
+                String line;
+                while ((line = lines.readLine()) != null) {
+                    if (line.isBlank()) {
+                        continue;
+                    }
+                    try (JsonReader r = Json.createReader(new StringReader(line))) {
+                        onLine.accept(r.readObject());
+                    }
+                }
+            } catch (IOException e) {
+                throw new CliException(CliException.FAILED, "the exec stream broke: " + e.getMessage());
+            }
+            return new Reply(200, Json.createObjectBuilder().build());
         } catch (UncheckedIOException e) {
             throw new CliException(CliException.NO_GATEWAY, "the gateway does not answer: " + e.getMessage()
                     + "; is it running? (openshell gateway status)");

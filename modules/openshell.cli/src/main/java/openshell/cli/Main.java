@@ -29,16 +29,29 @@ public final class Main {
             usage: openshell [--state DIR] [--output human|json] COMMAND
 
             commands:
-              gateway start [--background] [--port N] [--host H]   run the gateway (foreground by default)
+              gateway start [--background] [--port N] [--host H] [--driver-setting K=V]...
+                                                                   run the gateway (foreground by default)
               gateway status                                       is the gateway up, and where
               gateway stop                                         stop a background gateway
+              sandbox create --policy FILE [--name N] [--workspace DIR] [--provider P]... [--env K=V]...
+                             [--no-wait] -- AGENT...               admit and launch; waits until it runs
               sandbox list                                         every sandbox
-              sandbox get NAME                                     one sandbox
+              sandbox get NAME                                     one sandbox (recorded and observed state)
+              sandbox exec NAME [--stdin] -- CMD...                run CMD in it; stdout/stderr separate,
+                                                                   exits with CMD's exit code
+              sandbox logs NAME                                    the supervisor's recent log lines
+              sandbox stop NAME | sandbox start NAME [--no-wait]   stop every process / launch again
               sandbox delete NAME                                  kill everything of a sandbox and remove it
+              run --policy FILE [--workspace DIR] [--provider P]... -- CMD...
+                                                                   one shot: start a gateway if none runs,
+                                                                   create a sandbox, run CMD, delete it,
+                                                                   exit with CMD's exit code
               provider create NAME --env VAR --host H [--host H]... (--from-env VAR | --from-stdin)
                                                                    a named secret bound to hosts; the agent
                                                                    sees only a placeholder in VAR
               provider list | provider delete NAME
+              policy set NAME FILE                                 replace a running sandbox's policy; prints
+                                                                   LOADED, or FAILED (exit 1) and why
               policy check --policy FILE                           validate; problems with line numbers
               policy explain --policy FILE --binary PATH [--sha256 HEX] [--ancestor PATH]...
                              --host H --port P [--method M --path P]
@@ -47,12 +60,14 @@ public final class Main {
 
             state: --state, else $OPENSHELL_HOME, else ~/.openshell
             exit codes: 0 ok (explain: allowed), 1 failed (check: invalid), 2 usage, 3 no gateway,
-                        4 no such sandbox, 5 explain: denied
+                        4 no such sandbox, 5 explain: denied; exec and run: the command's own exit code
             """;
     /** How long {@code gateway start --background} waits for the gateway to listen. */
     static final Duration START_TIMEOUT = Duration.ofSeconds(60);
     /** How long {@code gateway stop} waits for the gateway to exit. */
     static final Duration STOP_TIMEOUT = Duration.ofSeconds(30);
+    /** How long {@code sandbox create}/{@code start} wait for the sandbox's supervisor to report in. */
+    static final Duration RUNNING_TIMEOUT = Duration.ofSeconds(180);
 
     private final PrintStream out;
     private final PrintStream err;
@@ -106,6 +121,7 @@ public final class Main {
                     }
                 };
                 return switch (sub) {
+                    case "set" -> policySet(in);
                     case "check" -> PolicyCommands.check(in, output);
                     case "explain" -> PolicyCommands.explain(in, output);
                     default -> throw usage("policy check|explain");
@@ -113,8 +129,13 @@ public final class Main {
             }
             switch (command) {
                 case "gateway" -> gateway(in);
-                case "sandbox" -> sandbox(in);
+                case "sandbox" -> {
+                    return sandbox(in);
+                }
                 case "provider" -> provider(in);
+                case "run" -> {
+                    return SandboxCommands.run(this, in);
+                }
                 case "version" -> print(Json.createObjectBuilder().add("version", version()).build(),
                         () -> out.println("openshell " + version()));
                 case "help" -> out.print(USAGE);
@@ -158,7 +179,7 @@ public final class Main {
             String option = in.pop();
             switch (option) {
                 case "--background" -> background = true;
-                case "--port", "--host" -> {
+                case "--port", "--host", "--driver-setting" -> {
                     options.add(option);
                     options.add(value(in, option));
                 }
@@ -232,7 +253,7 @@ public final class Main {
         print(Json.createObjectBuilder().add("stopped", pid).build(), () -> out.println("gateway stopped"));
     }
 
-    private void sandbox(Deque<String> in) {
+    private int sandbox(Deque<String> in) {
         String sub = in.isEmpty() ? "" : in.pop();
         switch (sub) {
             case "list" -> {
@@ -261,7 +282,63 @@ public final class Main {
                 print(Json.createObjectBuilder().add("deleted", name).build(),
                         () -> out.println("sandbox " + name + " deleted"));
             }
-            default -> throw usage("sandbox list|get NAME|delete NAME");
+            case "create" -> SandboxCommands.create(this, in);
+            case "exec" -> {
+                return SandboxCommands.exec(this, in);
+            }
+            case "logs" -> SandboxCommands.logs(this, in);
+            case "stop" -> SandboxCommands.stop(this, in);
+            case "start" -> SandboxCommands.start(this, in);
+            default -> throw usage("sandbox create|list|get|exec|logs|stop|start|delete");
+        }
+        return 0;
+    }
+
+    private int policySet(Deque<String> in) {
+        String name = value(in, "policy set NAME FILE");
+        String file = value(in, "policy set NAME FILE");
+        if (file.equals("--policy")) {
+            file = value(in, "--policy");
+        }
+        String policy = SandboxCommands.readPolicy(file);
+        GatewayClient.Reply reply = GatewayClient.connect(state).call("PUT", "/v1/sandboxes/" + name + "/policy",
+                Json.createObjectBuilder().add("policy", policy).build());
+        if (reply.status() == 400 && reply.body().containsKey("problems")) {
+            SandboxCommands.printProblems(this, file, reply.body());
+            return CliException.FAILED;
+        }
+        if (reply.status() == 422) {
+            print(reply.body(), () -> err.println("policy FAILED in sandbox " + name + " (generation "
+                    + reply.body().getJsonNumber("generation") + "): " + reply.body().getString("message", "")
+                    + "; the previous policy stays in force"));
+            return CliException.FAILED;
+        }
+        JsonObject body = ok(reply);
+        print(body, () -> out.println("policy LOADED in sandbox " + name + " (generation "
+                + body.getJsonNumber("generation") + ")"));
+        return 0;
+    }
+
+    PrintStream out() {
+        return out;
+    }
+
+    PrintStream err() {
+        return err;
+    }
+
+    Path state() {
+        return state;
+    }
+
+    boolean json() {
+        return json;
+    }
+
+    /** Starts a background gateway for this state directory unless one runs; used by {@code run}. */
+    void ensureGateway() {
+        if (runningGateway().isEmpty()) {
+            gatewayStart(new ArrayDeque<>(List.of("--background")));
         }
     }
 
@@ -345,7 +422,7 @@ public final class Main {
         }
     }
 
-    private static JsonObject ok(GatewayClient.Reply reply) {
+    static JsonObject ok(GatewayClient.Reply reply) {
         if (reply.status() / 100 == 2) {
             return reply.body();
         }
@@ -374,7 +451,7 @@ public final class Main {
                 .filter(h -> h.info().startInstant().map(Instant::toEpochMilli).orElse(-1L) == started);
     }
 
-    private void print(JsonObject body, Runnable human) {
+    void print(JsonObject body, Runnable human) {
         if (json) {
             out.println(write(body));
         } else {

@@ -1,6 +1,7 @@
 package openshell.gateway;
 
 import java.nio.file.Path;
+import java.util.Map;
 import java.util.Objects;
 
 import openshell.gateway.store.StoreConfig;
@@ -14,8 +15,10 @@ import openshell.gateway.store.StoreConfig;
  * @param port           port to listen on; 0 picks a free one
  * @param store          the database
  * @param defaultDriver  the compute driver for new sandboxes
+ * @param driverSettings settings handed to every driver (e.g. the process driver's launcher paths)
  */
-public record GatewayConfig(Path stateDirectory, String host, int port, StoreConfig store, String defaultDriver) {
+public record GatewayConfig(Path stateDirectory, String host, int port, StoreConfig store, String defaultDriver,
+                            Map<String, String> driverSettings) {
     /** Default API port. */
     public static final int DEFAULT_PORT = 8710;
 
@@ -25,12 +28,26 @@ public record GatewayConfig(Path stateDirectory, String host, int port, StoreCon
         Objects.requireNonNull(host, "host");
         Objects.requireNonNull(store, "store");
         Objects.requireNonNull(defaultDriver, "defaultDriver");
+        driverSettings = Map.copyOf(Objects.requireNonNull(driverSettings, "driverSettings"));
         if (!stateDirectory.isAbsolute()) {
             throw new GatewayException(GatewayException.Reason.INVALID, "state directory must be absolute: " + stateDirectory);
         }
         if (port < 0 || port > 65535) {
             throw new GatewayException(GatewayException.Reason.INVALID, "port out of range: " + port);
         }
+    }
+
+    /**
+     * Without driver settings.
+     *
+     * @param stateDirectory private state directory
+     * @param host           address to listen on
+     * @param port           port to listen on
+     * @param store          the database
+     * @param defaultDriver  the compute driver for new sandboxes
+     */
+    public GatewayConfig(Path stateDirectory, String host, int port, StoreConfig store, String defaultDriver) {
+        this(stateDirectory, host, port, store, defaultDriver, Map.of());
     }
 
     /**

@@ -7,7 +7,10 @@ import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayDeque;
 import java.util.Deque;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CountDownLatch;
 
 import openshell.driver.DriverRegistry;
@@ -17,13 +20,20 @@ import openshell.gateway.store.StoreConfig;
  * The gateway program. Options: {@code --state DIR} (default {@code $OPENSHELL_HOME} or
  * {@code ~/.openshell}), {@code --host H}, {@code --port N}, {@code --database-url URL} and
  * {@code --database-user U} for PostgreSQL, whose password is read from the environment variable
- * {@code OPENSHELL_DATABASE_PASSWORD} (never a command line, where every local user could read it).
+ * {@code OPENSHELL_DATABASE_PASSWORD} (never a command line, where every local user could read it), and
+ * {@code --driver-setting KEY=VALUE} (repeatable) for the drivers' trusted settings, such as the
+ * process driver's {@code supervisor.launcher} and {@code runtime.launcher} (which may also come from
+ * {@code OPENSHELL_SUPERVISOR_LAUNCHER} and {@code OPENSHELL_RUNTIME_LAUNCHER}).
  *
  * <p>Once listening it writes {@code <state>/gateway.json} (0600) with its URL, pid and start time, so the CLI
  * finds it, and removes the file when it stops.
  */
 public final class GatewayMain {
     static final String ENDPOINT_FILE = "gateway.json";
+    /** Driver settings the operator may give through the environment instead of {@code --driver-setting}. */
+    static final Map<String, String> LAUNCHER_ENV = Map.of(
+            "supervisor.launcher", "OPENSHELL_SUPERVISOR_LAUNCHER",
+            "runtime.launcher", "OPENSHELL_RUNTIME_LAUNCHER");
 
     private GatewayMain() {
     }
@@ -76,6 +86,7 @@ public final class GatewayMain {
         int port = GatewayConfig.DEFAULT_PORT;
         String dbUrl = null;
         String dbUser = "openshell";
+        Map<String, String> driverSettings = new LinkedHashMap<>();
         while (!in.isEmpty()) {
             String option = in.pop();
             switch (option) {
@@ -84,13 +95,26 @@ public final class GatewayMain {
                 case "--port" -> port = port(value(in, option));
                 case "--database-url" -> dbUrl = value(in, option);
                 case "--database-user" -> dbUser = value(in, option);
+                case "--driver-setting" -> {
+                    String setting = value(in, option);
+                    int eq = setting.indexOf('=');
+                    if (eq < 1) {
+                        throw new GatewayException(GatewayException.Reason.INVALID, "--driver-setting takes KEY=VALUE: '"
+                                + setting + "'");
+                    }
+                    driverSettings.put(setting.substring(0, eq), setting.substring(eq + 1));
+                }
                 default -> throw new GatewayException(GatewayException.Reason.INVALID, "unknown option '" + option
-                        + "'; options: --state DIR --host H --port N --database-url URL --database-user U");
+                        + "'; options: --state DIR --host H --port N --database-url URL --database-user U "
+                        + "--driver-setting KEY=VALUE");
             }
         }
+        // The operator's environment may name the process driver's launchers; options win.
+        LAUNCHER_ENV.forEach((setting, variable) -> Optional.ofNullable(System.getenv(variable))
+                .filter(v -> !v.isBlank()).ifPresent(v -> driverSettings.putIfAbsent(setting, v)));
         String password = System.getenv().getOrDefault("OPENSHELL_DATABASE_PASSWORD", "");
         StoreConfig store = dbUrl == null ? StoreConfig.embedded(state) : new StoreConfig(dbUrl, dbUser, password);
-        return new GatewayConfig(state, host, port, store, "process");
+        return new GatewayConfig(state, host, port, store, "process", driverSettings);
     }
 
     static Path defaultState() {

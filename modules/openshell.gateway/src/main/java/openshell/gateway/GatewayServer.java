@@ -5,11 +5,16 @@ import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
-import java.util.Map;
+import java.time.Clock;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Supplier;
 
 import io.helidon.http.HeaderNames;
 import io.helidon.http.Status;
 import io.helidon.webserver.WebServer;
+import io.helidon.webserver.grpc.GrpcRouting;
 import io.helidon.webserver.http.HttpRouting;
 import io.helidon.webserver.http.ServerResponse;
 import jakarta.json.JsonObject;
@@ -17,59 +22,87 @@ import openshell.driver.DriverEnvironment;
 import openshell.driver.DriverException;
 import openshell.driver.DriverRegistry;
 import openshell.gateway.store.ProviderStore;
-import openshell.gateway.store.SandboxRecord;
 import openshell.gateway.store.SandboxStore;
 import openshell.gateway.store.SecretBox;
+import openshell.protocol.TokenIssuer;
 
 /**
- * The gateway's HTTP server: health endpoints open to anyone on the listening address, and the
- * {@code /v1} API and its OpenAPI description only with the API token.
+ * The gateway's HTTP server: health endpoints open to anyone on the listening address, the
+ * {@code /v1} API and its OpenAPI description only with the API token, and on the same port the
+ * gRPC supervisor session (HTTP/2), which authenticates by the launch's own token instead.
  */
 public final class GatewayServer implements AutoCloseable {
     /** Largest request body accepted; larger ones are refused before they are read. */
     public static final long MAX_REQUEST_BYTES = 64 * 1024;
     private final WebServer server;
     private final SandboxStore store;
+    private final SessionHub sessions;
+    private final ScheduledExecutorService timers;
 
-    private GatewayServer(WebServer server, SandboxStore store) {
+    private GatewayServer(WebServer server, SandboxStore store, SessionHub sessions, ScheduledExecutorService timers) {
         this.server = server;
         this.store = store;
+        this.sessions = sessions;
+        this.timers = timers;
     }
 
     /**
-     * Starts the gateway: state directory, API token, database, HTTP listener.
+     * Starts the gateway: state directory, API token, signing key, database, HTTP listener with
+     * the REST API and the supervisor session service.
      *
      * @param config  trusted configuration
      * @param drivers the compute drivers available
      * @return the running server
      */
     public static GatewayServer start(GatewayConfig config, DriverRegistry drivers) {
+        return start(config, drivers, LaunchSeals::standard);
+    }
+
+    /** How the gateway seals launches; tests of the code around admission supply their own. */
+    @FunctionalInterface
+    interface SealerFactory {
+        LaunchSealer create(TokenIssuer issuer, Supplier<String> gatewayUrl);
+    }
+
+    static GatewayServer start(GatewayConfig config, DriverRegistry drivers, SealerFactory sealers) {
         Path state = prepareStateDirectory(config.stateDirectory());
         ApiToken token = ApiToken.loadOrCreate(state);
         SecretBox secrets = SecretBox.loadOrCreate(state);
+        TokenIssuer issuer = SigningKey.loadOrCreate(state, Clock.systemUTC());
         SandboxStore store = SandboxStore.open(config.store());
+        ScheduledExecutorService timers = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform()
+                .name("openshell-gateway-timers").daemon(true).factory());
         try {
             ProviderStore providers = store.providers(secrets);
-            DriverEnvironment driverEnvironment = new DriverEnvironment(state.resolve("drivers"), Map.of());
+            DriverEnvironment driverEnvironment = new DriverEnvironment(state.resolve("drivers"), config.driverSettings());
+            SessionHub sessions = new SessionHub(store, issuer, timers, Clock.systemUTC());
+            AtomicReference<String> url = new AtomicReference<>();
+            SandboxLifecycle lifecycle = new SandboxLifecycle(store, providers, drivers, driverEnvironment,
+                    config.defaultDriver(), sealers.create(issuer, url::get), sessions);
+            SandboxApi sandboxes = new SandboxApi(store, lifecycle, sessions);
             WebServer server = WebServer.builder()
                     .host(config.host())
                     .port(config.port())
                     .maxPayloadSize(MAX_REQUEST_BYTES)
                     .routing(r -> {
-                        routing(r, token, store, drivers, driverEnvironment);
+                        routing(r, token, store);
+                        sandboxes.routing(r);
                         ProviderApi.routing(r, providers);
                     })
+                    // The supervisor session authenticates by its own token, in its first message.
+                    .addRouting(GrpcRouting.builder().service(sessions))
                     .build()
                     .start();
-            return new GatewayServer(server, store);
+            url.set("http://" + config.host() + ":" + server.port());
+            return new GatewayServer(server, store, sessions, timers);
         } catch (RuntimeException e) {
+            timers.shutdownNow();
             store.close();
             throw e;
         }
     }
 
-    private static void routing(HttpRouting.Builder r, ApiToken token, SandboxStore store, DriverRegistry drivers,
-                                DriverEnvironment driverEnvironment) {
+    private static void routing(HttpRouting.Builder r, ApiToken token, SandboxStore store) {
         r.addFilter((chain, req, res) -> {
             String path = req.path().path();
             boolean open = path.equals("/healthz") || path.equals("/readyz");
@@ -96,22 +129,6 @@ public final class GatewayServer implements AutoCloseable {
                 res.header(HeaderNames.CONTENT_TYPE, "application/yaml").send(in.readAllBytes());
             }
         });
-        r.get("/v1/sandboxes", (req, res) -> guarded(res, () -> send(res, Status.OK_200,
-                JsonBodies.sandboxes(store.list()))));
-        r.get("/v1/sandboxes/{name}", (req, res) -> guarded(res, () -> send(res, Status.OK_200,
-                JsonBodies.sandbox(byName(store, req.path().pathParameters().get("name"))))));
-        r.delete("/v1/sandboxes/{name}", (req, res) -> guarded(res, () -> {
-            SandboxRecord record = byName(store, req.path().pathParameters().get("name"));
-            // The trusted cleanup path: the driver removes everything, supervisor or not, before the record goes.
-            drivers.driver(record.driver(), driverEnvironment).delete(record.id(), record.provisioned().state());
-            store.delete(record.id());
-            res.status(Status.NO_CONTENT_204).send();
-        }));
-    }
-
-    private static SandboxRecord byName(SandboxStore store, String name) {
-        return store.findByName(name).orElseThrow(() -> new GatewayException(GatewayException.Reason.NOT_FOUND,
-                "no sandbox named '" + name + "'"));
     }
 
     static void guarded(ServerResponse res, Runnable work) {
@@ -171,7 +188,14 @@ public final class GatewayServer implements AutoCloseable {
 
     @Override
     public void close() {
+        sessions.close();
         server.stop();
+        timers.shutdownNow();
         store.close();
+    }
+
+    /** @return the supervisor sessions, for tests of the code around them */
+    SessionHub sessions() {
+        return sessions;
     }
 }

@@ -76,6 +76,28 @@ public final class TokenIssuer {
     }
 
     /**
+     * An issuer over an existing P-256 key pair, so a gateway keeps one signing key across restarts
+     * and tokens it minted before a restart still verify after it.
+     *
+     * @param issuer the {@code iss} of every token
+     * @param keyId  the {@code kid} of every token
+     * @param keys   a P-256 key pair
+     * @param clock  the issuing clock
+     * @return the issuer
+     */
+    public static TokenIssuer of(String issuer, String keyId, KeyPair keys, Clock clock) {
+        Objects.requireNonNull(issuer);
+        Objects.requireNonNull(keyId);
+        Objects.requireNonNull(keys);
+        Objects.requireNonNull(clock);
+        if (!(keys.getPublic() instanceof ECPublicKey pub) || !(keys.getPrivate() instanceof ECPrivateKey)
+                || pub.getParams().getCurve().getField().getFieldSize() != 256) {
+            throw new ProtocolException(Refusal.TRANSPORT_FAILED, "the signing key must be a P-256 EC key pair");
+        }
+        return new TokenIssuer(issuer, keyId, keys, clock);
+    }
+
+    /**
      * The key verifiers need.
      *
      * @return key id and public key

@@ -17,7 +17,8 @@ record Migration(int version, String description) {
     /** Every migration this gateway knows, in order. The last one is the newest schema it can use. */
     static final List<Migration> ALL = List.of(
             new Migration(1, "sandbox records"),
-            new Migration(2, "providers"));
+            new Migration(2, "providers"),
+            new Migration(3, "launch specifications"));
 
     List<String> statements() {
         String resource = "migrations/V" + version + ".sql";

@@ -223,11 +223,62 @@ public final class SandboxStore implements AutoCloseable {
     }
 
     /**
+     * Raises the credential epoch to {@code epoch} if it is higher than the stored one and the
+     * runtime generation still matches: a supervisor showed a valid token of a later epoch (minted
+     * and delivered before a crash could record it). Never lowers it.
+     *
+     * @param id         the sandbox
+     * @param generation the runtime generation the token is bound to
+     * @param epoch      the epoch seen
+     * @return the record as stored afterwards
+     * @throws GatewayException NOT_FOUND if it was deleted
+     */
+    public SandboxRecord raiseEpoch(SandboxId id, long generation, long epoch) {
+        return inTransaction(tx -> {
+            tx.update("UPDATE sandboxes SET credential_epoch = ?, row_version = row_version + 1, updated_at = ? "
+                            + "WHERE id = ? AND runtime_generation = ? AND credential_epoch < ?",
+                    epoch, Instant.now().toEpochMilli(), id.value(), generation, epoch);
+            return tx.get("SELECT " + COLUMNS + " FROM sandboxes WHERE id = ?", id.value()).map(SandboxStore::read)
+                    .orElseThrow(() -> new GatewayException(Reason.NOT_FOUND, "no sandbox " + id));
+        });
+    }
+
+    /**
+     * Keeps what relaunching the sandbox needs beside its record.
+     *
+     * @param id   the sandbox, already recorded
+     * @param spec the launch specification (JSON, no secrets), at most {@link SandboxRecord#MAX_POLICY_BYTES}
+     */
+    public void saveLaunchSpec(SandboxId id, String spec) {
+        if (spec.getBytes(java.nio.charset.StandardCharsets.UTF_8).length > SandboxRecord.MAX_POLICY_BYTES) {
+            throw new GatewayException(Reason.INVALID, "launch specification exceeds " + SandboxRecord.MAX_POLICY_BYTES
+                    + " bytes");
+        }
+        inTransaction(tx -> {
+            tx.delete("DELETE FROM sandbox_launches WHERE sandbox_id = ?", id.value());
+            tx.insert("INSERT INTO sandbox_launches (sandbox_id, launch_spec) VALUES (?, ?)", id.value(), spec);
+            return null;
+        });
+    }
+
+    /**
      * @param id the sandbox
-     * @return whether a record was removed
+     * @return its launch specification
+     */
+    public Optional<String> launchSpec(SandboxId id) {
+        return guarded(() -> db.execute().get("SELECT launch_spec FROM sandbox_launches WHERE sandbox_id = ?", id.value())
+                .map(r -> r.column(1).get(String.class)));
+    }
+
+    /**
+     * @param id the sandbox
+     * @return whether a record was removed (its launch specification goes with it)
      */
     public boolean delete(SandboxId id) {
-        return guarded(() -> db.execute().delete("DELETE FROM sandboxes WHERE id = ?", id.value()) == 1);
+        return inTransaction(tx -> {
+            tx.delete("DELETE FROM sandbox_launches WHERE sandbox_id = ?", id.value());
+            return tx.delete("DELETE FROM sandboxes WHERE id = ?", id.value()) == 1;
+        });
     }
 
     @Override

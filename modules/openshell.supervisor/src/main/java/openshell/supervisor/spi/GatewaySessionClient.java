@@ -5,6 +5,9 @@ import java.time.Instant;
 import java.util.List;
 import java.util.Objects;
 
+import openshell.isolation.ExecSession;
+import openshell.isolation.ExecSpec;
+
 /**
  * The supervisor's outbound session to its gateway (config fetch, policy revisions, token
  * refresh, exec and forward relays), as a service so the gateway's client can live in the
@@ -70,6 +73,18 @@ public interface GatewaySessionClient {
          * @param expiresAt       its expiry
          */
         void refreshTokens(String gatewayToken, String sandboxToken, long credentialEpoch, Instant expiresAt);
+
+        /**
+         * Runs a command in the running boundary for the gateway's exec relay
+         * ({@code openshell sandbox exec}). The default refuses, so a supervisor that does not
+         * offer it says so at once instead of leaving the caller waiting.
+         *
+         * @param spec what to run
+         * @return the running command
+         */
+        default ExecSession exec(ExecSpec spec) {
+            throw new UnsupportedOperationException("this supervisor does not relay exec from its gateway");
+        }
     }
 
     /**

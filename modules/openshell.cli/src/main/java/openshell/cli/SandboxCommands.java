@@ -1,0 +1,271 @@
+package openshell.cli;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.Base64;
+import java.util.Deque;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+
+import jakarta.json.Json;
+import jakarta.json.JsonArrayBuilder;
+import jakarta.json.JsonObject;
+import jakarta.json.JsonObjectBuilder;
+import jakarta.json.JsonString;
+
+/**
+ * {@code sandbox create|exec|logs|stop|start} and {@code run}: each one REST call (or a short
+ * series) against the gateway; exec output is streamed as it arrives, stdout to stdout and stderr to
+ * stderr, and the command's exit code becomes the CLI's.
+ */
+final class SandboxCommands {
+    /** Largest standard input {@code sandbox exec --stdin} sends (the gateway's bound). */
+    static final int MAX_STDIN_BYTES = 32 * 1024;
+    /** Largest policy file read. */
+    static final int MAX_POLICY_BYTES = 1024 * 1024;
+    /** The agent of an {@code openshell run} sandbox: it only keeps the sandbox alive for the exec. */
+    static final List<String> IDLE_AGENT = List.of("/bin/sleep", "infinity");
+
+    private SandboxCommands() {
+    }
+
+    static void create(Main main, Deque<String> in) {
+        JsonObject created = admit(main, in, false);
+        main.print(created, () -> main.out().println("sandbox " + created.getString("name") + " (" + created.getString("id")
+                + ") " + created.getString("state")));
+    }
+
+    /** Parses create's options and the agent after {@code --}, admits, and waits for RUNNING unless told not to. */
+    private static JsonObject admit(Main main, Deque<String> in, boolean idleAgent) {
+        String policyFile = null;
+        String name = null;
+        String workspace = null;
+        boolean wait = true;
+        JsonArrayBuilder providers = Json.createArrayBuilder();
+        JsonObjectBuilder env = Json.createObjectBuilder();
+        while (!in.isEmpty() && !in.peek().equals("--")) {
+            String option = in.pop();
+            switch (option) {
+                case "--policy" -> policyFile = Main.value(in, option);
+                case "--name" -> name = Main.value(in, option);
+                case "--workspace" -> workspace = Path.of(Main.value(in, option)).toAbsolutePath().normalize().toString();
+                case "--provider" -> providers.add(Main.value(in, option));
+                case "--env" -> {
+                    String kv = Main.value(in, option);
+                    int eq = kv.indexOf('=');
+                    if (eq < 1) {
+                        throw Main.usage("--env takes KEY=VALUE");
+                    }
+                    env.add(kv.substring(0, eq), kv.substring(eq + 1));
+                }
+                case "--no-wait" -> wait = false;
+                default -> throw Main.usage("unknown option " + option);
+            }
+        }
+        if (policyFile == null) {
+            throw Main.usage("--policy FILE is required");
+        }
+        List<String> agent = idleAgent ? IDLE_AGENT : command(in, "AGENT");
+        String policy = readPolicy(policyFile);
+        JsonArrayBuilder argv = Json.createArrayBuilder();
+        agent.forEach(argv::add);
+        JsonObjectBuilder body = Json.createObjectBuilder().add("policy", policy)
+                .add("agent", Json.createObjectBuilder().add("argv", argv).add("env", env))
+                .add("providers", providers);
+        if (name != null) {
+            body.add("name", name);
+        }
+        if (workspace != null) {
+            body.add("workspace", workspace);
+        }
+        GatewayClient gateway = GatewayClient.connect(main.state());
+        GatewayClient.Reply reply = gateway.call("POST", "/v1/sandboxes", body.build());
+        if (reply.status() == 400 && reply.body().containsKey("problems")) {
+            printProblems(main, policyFile, reply.body());
+            throw new CliException(CliException.FAILED, "nothing was created");
+        }
+        JsonObject created = Main.ok(reply);
+        return wait ? awaitRunning(main, gateway, created.getString("id")) : created;
+    }
+
+    static int exec(Main main, Deque<String> in) {
+        String name = Main.value(in, "sandbox exec NAME -- CMD...");
+        boolean stdin = false;
+        while (!in.isEmpty() && !in.peek().equals("--")) {
+            String option = in.pop();
+            if (option.equals("--stdin")) {
+                stdin = true;
+            } else {
+                throw Main.usage("unknown option " + option);
+            }
+        }
+        List<String> cmd = command(in, "CMD");
+        byte[] input = new byte[0];
+        if (stdin) {
+            try {
+                input = System.in.readNBytes(MAX_STDIN_BYTES + 1);
+            } catch (IOException e) {
+                throw new CliException(CliException.FAILED, "cannot read stdin: " + e.getMessage());
+            }
+            if (input.length > MAX_STDIN_BYTES) {
+                throw new CliException(CliException.USAGE, "--stdin sends at most " + MAX_STDIN_BYTES + " bytes");
+            }
+        }
+        return execIn(main, GatewayClient.connect(main.state()), name, cmd, input);
+    }
+
+    private static int execIn(Main main, GatewayClient gateway, String name, List<String> cmd, byte[] input) {
+        JsonArrayBuilder argv = Json.createArrayBuilder();
+        cmd.forEach(argv::add);
+        JsonObjectBuilder body = Json.createObjectBuilder().add("argv", argv);
+        if (input.length > 0) {
+            body.add("stdin", Base64.getEncoder().encodeToString(input));
+        }
+        AtomicInteger exit = new AtomicInteger(-1);
+        AtomicReference<String> error = new AtomicReference<>();
+        GatewayClient.Reply reply = gateway.stream("/v1/sandboxes/" + name + "/exec", body.build(), line -> {
+            try {
+                if (line.containsKey("stdout")) {
+                    main.out().write(Base64.getDecoder().decode(line.getString("stdout")));
+                    main.out().flush();
+                } else if (line.containsKey("stderr")) {
+                    main.err().write(Base64.getDecoder().decode(line.getString("stderr")));
+                    main.err().flush();
+                } else if (line.containsKey("exit")) {
+                    exit.set(line.getInt("exit"));
+                } else if (line.containsKey("error")) {
+                    error.set(line.getString("error"));
+                }
+            } catch (IOException e) {
+                throw new CliException(CliException.FAILED, "cannot write output: " + e.getMessage());
+            }
+        });
+        if (reply.status() != 200) {
+            Main.ok(reply);
+        }
+        if (error.get() != null) {
+            throw new CliException(CliException.FAILED, "exec in " + name + " failed: " + error.get());
+        }
+        if (exit.get() < 0) {
+            throw new CliException(CliException.FAILED, "the exec stream ended without an exit status");
+        }
+        return exit.get();
+    }
+
+    static void logs(Main main, Deque<String> in) {
+        String name = Main.value(in, "sandbox logs NAME");
+        JsonObject body = Main.ok(GatewayClient.connect(main.state()).call("GET", "/v1/sandboxes/" + name + "/logs"));
+        main.print(body, () -> body.getJsonArray("lines").getValuesAs(JsonString.class)
+                .forEach(l -> main.out().println(l.getString())));
+    }
+
+    static void stop(Main main, Deque<String> in) {
+        String name = Main.value(in, "sandbox stop NAME");
+        JsonObject body = Main.ok(GatewayClient.connect(main.state()).call("POST", "/v1/sandboxes/" + name + "/stop"));
+        main.print(body, () -> main.out().println("sandbox " + name + " " + body.getString("state")));
+    }
+
+    static void start(Main main, Deque<String> in) {
+        String name = Main.value(in, "sandbox start NAME");
+        boolean wait = !(in.size() == 1 && in.peek().equals("--no-wait"));
+        GatewayClient gateway = GatewayClient.connect(main.state());
+        JsonObject started = Main.ok(gateway.call("POST", "/v1/sandboxes/" + name + "/start"));
+        JsonObject body = wait ? awaitRunning(main, gateway, started.getString("id")) : started;
+        main.print(body, () -> main.out().println("sandbox " + name + " " + body.getString("state") + " (generation "
+                + body.getJsonNumber("runtimeGeneration") + ")"));
+    }
+
+    /**
+     * {@code run --policy FILE [--workspace DIR] [--provider P]... -- CMD...}: a gateway if none
+     * runs, a sandbox, CMD in it with output streamed, the sandbox deleted, CMD's exit code.
+     */
+    static int run(Main main, Deque<String> in) {
+        List<String> before = new java.util.ArrayList<>();
+        while (!in.isEmpty() && !in.peek().equals("--")) {
+            before.add(in.pop());
+        }
+        List<String> cmd = command(in, "CMD");
+        main.ensureGateway();
+        java.util.ArrayDeque<String> options = new java.util.ArrayDeque<>(before);
+        JsonObject sandbox = admit(main, options, true);
+        String id = sandbox.getString("id");
+        GatewayClient gateway = GatewayClient.connect(main.state());
+        try {
+            return execIn(main, gateway, id, cmd, new byte[0]);
+        } finally {
+            GatewayClient.Reply deleted = gateway.call("DELETE", "/v1/sandboxes/" + id);
+            if (deleted.status() != 204) {
+                main.err().println("openshell: could not delete sandbox " + id + ": "
+                        + deleted.body().getString("message", "HTTP " + deleted.status())
+                        + " (openshell sandbox delete " + id + ")");
+            }
+        }
+    }
+
+    private static JsonObject awaitRunning(Main main, GatewayClient gateway, String id) {
+        Instant deadline = Instant.now().plus(Main.RUNNING_TIMEOUT);
+        Instant nextProgress = Instant.now().plusSeconds(1);
+        while (true) {
+            JsonObject s = Main.ok(gateway.call("GET", "/v1/sandboxes/" + id));
+            String state = s.getString("state");
+            if (state.equals("RUNNING") && s.getBoolean("sessionConnected", false)) {
+                return s;
+            }
+            if (state.equals("FAILED") || s.getString("observed", "").equals("GONE")) {
+                throw new CliException(CliException.FAILED, "sandbox " + id + " did not start: " + state + ", "
+                        + s.getString("observedDetail", "") + " (openshell sandbox logs " + id + ")");
+            }
+            if (Instant.now().isAfter(deadline)) {
+                throw new CliException(CliException.FAILED, "sandbox " + id + " is still " + state + " after "
+                        + Main.RUNNING_TIMEOUT + "; observed: " + s.getString("observed", "?") + " "
+                        + s.getString("observedDetail", "") + " (openshell sandbox get " + id + ")");
+            }
+            if (!main.json() && Instant.now().isAfter(nextProgress)) {
+                main.err().println("waiting for sandbox " + id + " to run (" + state + ", "
+                        + s.getString("observed", "?") + ")…");
+                nextProgress = Instant.now().plusSeconds(5);
+            }
+            try {
+                Thread.sleep(200);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new CliException(CliException.FAILED, "interrupted");
+            }
+        }
+    }
+
+    private static List<String> command(Deque<String> in, String what) {
+        if (in.isEmpty() || !in.pop().equals("--") || in.isEmpty()) {
+            throw Main.usage("give the " + what + " after --, e.g. -- /bin/sh -c 'echo hi'");
+        }
+        List<String> cmd = List.copyOf(in);
+        in.clear();
+        return cmd;
+    }
+
+    static String readPolicy(String file) {
+        Path path = Path.of(file);
+        try {
+            if (Files.size(path) > MAX_POLICY_BYTES) {
+                throw new CliException(CliException.USAGE, file + " is larger than " + MAX_POLICY_BYTES + " bytes");
+            }
+            return Files.readString(path, StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new CliException(CliException.USAGE, "cannot read the policy " + file + ": " + e.getMessage());
+        }
+    }
+
+    static void printProblems(Main main, String file, JsonObject body) {
+        main.print(body, () -> {
+            main.err().println("openshell: the policy " + file + " was refused; nothing was changed:");
+            for (JsonObject p : body.getJsonArray("problems").getValuesAs(JsonObject.class)) {
+                main.err().println("  " + file + ":" + p.getInt("line") + ":" + p.getInt("column") + ": "
+                        + p.getString("path") + ": " + p.getString("message"));
+            }
+        });
+    }
+}

@@ -1,0 +1,250 @@
+package openshell.gateway;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.StringReader;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Base64;
+import java.util.List;
+import java.util.Optional;
+
+import io.helidon.http.HeaderNames;
+import io.helidon.http.Status;
+import io.helidon.webserver.http.HttpRouting;
+import io.helidon.webserver.http.ServerRequest;
+import io.helidon.webserver.http.ServerResponse;
+import jakarta.json.Json;
+import jakarta.json.JsonArrayBuilder;
+import jakarta.json.JsonException;
+import jakarta.json.JsonObject;
+import jakarta.json.JsonObjectBuilder;
+import jakarta.json.JsonReader;
+import jakarta.json.JsonString;
+import jakarta.json.JsonValue;
+import openshell.driver.DriverStatus;
+import openshell.gateway.store.SandboxRecord;
+import openshell.gateway.store.SandboxStore;
+import openshell.isolation.SandboxId;
+import openshell.policy.PolicyProblem;
+import openshell.protocol.wire.PolicyOutcome;
+import openshell.protocol.wire.RemoteExec;
+import openshell.protocol.wire.RemoteExecEvent;
+
+/**
+ * {@code /v1/sandboxes}: admission, lifecycle, exec, logs and policy. A sandbox is addressed by
+ * its name or its id. Exec output is streamed as HTTP/1.1 chunked NDJSON, one JSON object per
+ * line: {@code {"stdout": base64}}, {@code {"stderr": base64}}, and last {@code {"exit": N}} or
+ * {@code {"error": "..."}}.
+ */
+final class SandboxApi {
+    /** Largest standard input an exec request carries (base64-decoded). */
+    static final int MAX_EXEC_STDIN_BYTES = 32 * 1024;
+    /** How often a streaming exec checks that its session is still there while no output comes. */
+    static final Duration EXEC_POLL = Duration.ofSeconds(1);
+    /** An empty {@code {}} line after this much silence, so clients can tell a quiet command from a dead link. */
+    static final Duration EXEC_HEARTBEAT = Duration.ofSeconds(10);
+    private static final Status UNPROCESSABLE = Status.create(422, "Unprocessable Entity");
+
+    private final SandboxStore store;
+    private final SandboxLifecycle lifecycle;
+    private final SessionHub sessions;
+
+    SandboxApi(SandboxStore store, SandboxLifecycle lifecycle, SessionHub sessions) {
+        this.store = store;
+        this.lifecycle = lifecycle;
+        this.sessions = sessions;
+    }
+
+    void routing(HttpRouting.Builder r) {
+        r.get("/v1/sandboxes", (req, res) -> GatewayServer.guarded(res, () -> {
+            JsonArrayBuilder items = Json.createArrayBuilder();
+            store.list().forEach(s -> items.add(JsonBodies.sandbox(s)));
+            GatewayServer.send(res, Status.OK_200, Json.createObjectBuilder().add("sandboxes", items).build());
+        }));
+        r.post("/v1/sandboxes", (req, res) -> {
+            String body = req.content().as(String.class);
+            GatewayServer.guarded(res, () -> create(body, res));
+        });
+        r.get("/v1/sandboxes/{ref}", (req, res) -> GatewayServer.guarded(res, () ->
+                GatewayServer.send(res, Status.OK_200, detailed(find(req)))));
+        r.delete("/v1/sandboxes/{ref}", (req, res) -> GatewayServer.guarded(res, () -> {
+            lifecycle.delete(find(req));
+            res.status(Status.NO_CONTENT_204).send();
+        }));
+        r.post("/v1/sandboxes/{ref}/stop", (req, res) -> GatewayServer.guarded(res, () ->
+                GatewayServer.send(res, Status.OK_200, JsonBodies.sandbox(lifecycle.stop(find(req))))));
+        r.post("/v1/sandboxes/{ref}/start", (req, res) -> GatewayServer.guarded(res, () ->
+                GatewayServer.send(res, Status.OK_200, JsonBodies.sandbox(lifecycle.start(find(req))))));
+        r.get("/v1/sandboxes/{ref}/logs", (req, res) -> GatewayServer.guarded(res, () -> {
+            JsonArrayBuilder lines = Json.createArrayBuilder();
+            sessions.logs(find(req).id()).forEach(lines::add);
+            GatewayServer.send(res, Status.OK_200, Json.createObjectBuilder().add("lines", lines).build());
+        }));
+        r.get("/v1/sandboxes/{ref}/policy", (req, res) -> GatewayServer.guarded(res, () -> {
+            SandboxRecord s = find(req);
+            GatewayServer.send(res, Status.OK_200, Json.createObjectBuilder().add("generation", s.policyGeneration())
+                    .add("policy", s.policyDocument()).build());
+        }));
+        r.put("/v1/sandboxes/{ref}/policy", (req, res) -> {
+            String body = req.content().as(String.class);
+            GatewayServer.guarded(res, () -> setPolicy(find(req), body, res));
+        });
+        r.post("/v1/sandboxes/{ref}/exec", (req, res) -> {
+            String body = req.content().as(String.class);
+            GatewayServer.guarded(res, () -> exec(find(req), body, res));
+        });
+    }
+
+    private void create(String body, ServerResponse res) {
+        JsonObject in = parse(body);
+        String policy = string(in, "policy");
+        if (rejected(policy, res)) {
+            return;
+        }
+        LaunchSpec spec = LaunchSpec.from(in);
+        String name = in.get("name") instanceof JsonString s ? s.getString() : "";
+        GatewayServer.send(res, Status.CREATED_201, JsonBodies.sandbox(lifecycle.create(name, policy, spec)));
+    }
+
+    private void setPolicy(SandboxRecord record, String body, ServerResponse res) {
+        String policy = string(parse(body), "policy");
+        if (rejected(policy, res)) {
+            return;
+        }
+        PolicyOutcome outcome = lifecycle.setPolicy(record, policy);
+        boolean loaded = outcome.getResult() == PolicyOutcome.Result.LOADED;
+        GatewayServer.send(res, loaded ? Status.OK_200 : UNPROCESSABLE, Json.createObjectBuilder()
+                .add("result", loaded ? "LOADED" : "FAILED")
+                .add("generation", outcome.getGeneration())
+                .add("message", outcome.getMessage()).build());
+    }
+
+    /** Answers 400 with every problem of an invalid policy; nothing changes then. */
+    private static boolean rejected(String policy, ServerResponse res) {
+        List<PolicyProblem> problems = SandboxLifecycle.problems(policy);
+        if (problems.isEmpty()) {
+            return false;
+        }
+        JsonArrayBuilder items = Json.createArrayBuilder();
+        problems.forEach(p -> items.add(Json.createObjectBuilder().add("path", p.path()).add("line", p.line())
+                .add("column", p.column()).add("message", p.message())));
+        GatewayServer.send(res, Status.BAD_REQUEST_400, Json.createObjectBuilder().add("error", "INVALID_POLICY")
+                .add("message", "the policy has " + problems.size() + " problem(s); nothing was changed")
+                .add("problems", items).build());
+        return true;
+    }
+
+    private void exec(SandboxRecord record, String body, ServerResponse res) {
+        JsonObject in = parse(body);
+        LaunchSpec command = LaunchSpec.from(Json.createObjectBuilder().add("agent", in).build());
+        byte[] stdin = new byte[0];
+        if (in.get("stdin") instanceof JsonString s) {
+            try {
+                stdin = Base64.getDecoder().decode(s.getString());
+            } catch (IllegalArgumentException e) {
+                throw new GatewayException(GatewayException.Reason.INVALID, "'stdin' must be base64");
+            }
+        }
+        if (stdin.length > MAX_EXEC_STDIN_BYTES) {
+            throw new GatewayException(GatewayException.Reason.INVALID, "'stdin' is limited to " + MAX_EXEC_STDIN_BYTES
+                    + " bytes");
+        }
+        RemoteExec.Builder exec = RemoteExec.newBuilder().addAllArgv(command.agent().argv())
+                .putAllEnvironment(command.agent().environment())
+                .setWorkingDirectory(command.agent().workingDirectory());
+        SessionHub.ExecRelay relay = sessions.exec(record.id(), exec, stdin);
+        res.status(Status.OK_200).header(HeaderNames.CONTENT_TYPE, "application/x-ndjson");
+        try (OutputStream out = res.outputStream()) {
+            long lastWrite = System.nanoTime();
+            while (true) {
+                Optional<RemoteExecEvent> next = relay.next(EXEC_POLL);
+                if (next.isEmpty()) {
+                    if (System.nanoTime() - lastWrite >= EXEC_HEARTBEAT.toNanos()) {
+                        out.write("{}\n".getBytes(StandardCharsets.UTF_8));
+                        out.flush();
+                        lastWrite = System.nanoTime();
+                    }
+                    continue;
+                }
+                lastWrite = System.nanoTime();
+                RemoteExecEvent e = next.get();
+                JsonObjectBuilder line = Json.createObjectBuilder();
+                switch (e.getKindCase()) {
+                    case STDOUT -> line.add("stdout", Base64.getEncoder().encodeToString(e.getStdout().toByteArray()));
+                    case STDERR -> line.add("stderr", Base64.getEncoder().encodeToString(e.getStderr().toByteArray()));
+                    case EXIT_CODE -> line.add("exit", e.getExitCode());
+                    case ERROR -> line.add("error", e.getError());
+                    case KIND_NOT_SET -> {
+                        continue;
+                    }
+                }
+                out.write((JsonBodies.write(line.build()) + "\n").getBytes(StandardCharsets.UTF_8));
+                out.flush();
+                if (e.getKindCase() == RemoteExecEvent.KindCase.EXIT_CODE
+                        || e.getKindCase() == RemoteExecEvent.KindCase.ERROR) {
+                    return;
+                }
+            }
+        } catch (IOException | UncheckedIOException e) {
+            // The API caller went away; the process keeps running in the sandbox, its output is dropped.
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } finally {
+            relay.done();
+        }
+    }
+
+    private JsonObject detailed(SandboxRecord record) {
+        DriverStatus observed = lifecycle.observe(record);
+        JsonObjectBuilder b = Json.createObjectBuilder(JsonBodies.sandbox(record));
+        b.add("observed", observed.phase().name()).add("observedDetail", observed.detail())
+                .add("sessionConnected", sessions.connected(record.id()));
+        store.launchSpec(record.id()).map(LaunchSpec::fromJson).ifPresent(spec -> {
+            JsonArrayBuilder argv = Json.createArrayBuilder();
+            spec.agent().argv().forEach(argv::add);
+            JsonArrayBuilder providers = Json.createArrayBuilder();
+            spec.providers().forEach(providers::add);
+            b.add("agent", argv).add("workspace", spec.workspace()).add("providers", providers);
+        });
+        return b.build();
+    }
+
+    private SandboxRecord find(ServerRequest req) {
+        String ref = req.path().pathParameters().get("ref");
+        Optional<SandboxRecord> byName = store.findByName(ref);
+        if (byName.isPresent()) {
+            return byName.get();
+        }
+        try {
+            return store.find(new SandboxId(ref)).orElseThrow(() -> notFound(ref));
+        } catch (RuntimeException e) {
+            if (e instanceof GatewayException g) {
+                throw g;
+            }
+            throw notFound(ref);
+        }
+    }
+
+    private static GatewayException notFound(String ref) {
+        return new GatewayException(GatewayException.Reason.NOT_FOUND, "no sandbox named '" + ref
+                + "' and none with that id (openshell sandbox list)");
+    }
+
+    static JsonObject parse(String body) {
+        try (JsonReader reader = Json.createReader(new StringReader(body))) {
+            return reader.readObject();
+        } catch (JsonException | IllegalStateException e) {
+            throw new GatewayException(GatewayException.Reason.INVALID, "the body must be a JSON object");
+        }
+    }
+
+    private static String string(JsonObject in, String key) {
+        JsonValue v = in.get(key);
+        if (!(v instanceof JsonString s)) {
+            throw new GatewayException(GatewayException.Reason.INVALID, "'" + key + "' must be a string");
+        }
+        return s.getString();
+    }
+}

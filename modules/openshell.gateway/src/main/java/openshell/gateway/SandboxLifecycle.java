@@ -1,0 +1,222 @@
+package openshell.gateway;
+
+import java.nio.charset.StandardCharsets;
+import java.security.SecureRandom;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Collectors;
+
+import openshell.driver.ComputeDriver;
+import openshell.driver.DriverEnvironment;
+import openshell.driver.DriverException;
+import openshell.driver.DriverRegistry;
+import openshell.driver.DriverStatus;
+import openshell.driver.LaunchPlan;
+import openshell.driver.Provisioned;
+import openshell.gateway.GatewayException.Reason;
+import openshell.gateway.store.ProviderRecord;
+import openshell.gateway.store.ProviderStore;
+import openshell.gateway.store.SandboxRecord;
+import openshell.gateway.store.SandboxState;
+import openshell.gateway.store.SandboxStore;
+import openshell.isolation.AgentSpec;
+import openshell.isolation.PolicySnapshot;
+import openshell.isolation.SandboxContext;
+import openshell.isolation.SandboxId;
+import openshell.isolation.SandboxSessionId;
+import openshell.isolation.WorkloadIdentity;
+import openshell.policy.Policy;
+import openshell.policy.PolicyProblem;
+import openshell.protocol.LaunchBundles;
+import openshell.protocol.wire.PolicyOutcome;
+
+/**
+ * Admission and the life of a sandbox: create, stop, start, delete, observe, policy set. The
+ * driver is the one trusted configuration names ({@link GatewayConfig#defaultDriver()}); nothing in
+ * a request can choose it, or the topology, or the workload identity. Every launch gets a fresh
+ * session lineage, a higher runtime generation and its own token pair.
+ */
+final class SandboxLifecycle {
+    /** The unprivileged identity every workload runs as inside its user namespace. */
+    static final WorkloadIdentity WORKLOAD = WorkloadIdentity.of(1000, 1000);
+    private static final char[] ID_ALPHABET = "abcdefghijklmnopqrstuvwxyz234567".toCharArray();
+    private static final int ID_RANDOM_CHARS = 12;
+
+    private final SandboxStore store;
+    private final ProviderStore providers;
+    private final DriverRegistry drivers;
+    private final DriverEnvironment driverEnvironment;
+    private final String driverName;
+    private final LaunchSealer sealer;
+    private final SessionHub sessions;
+    private final SecureRandom random = new SecureRandom();
+
+    SandboxLifecycle(SandboxStore store, ProviderStore providers, DriverRegistry drivers,
+                     DriverEnvironment driverEnvironment, String driverName, LaunchSealer sealer, SessionHub sessions) {
+        this.store = store;
+        this.providers = providers;
+        this.drivers = drivers;
+        this.driverEnvironment = driverEnvironment;
+        this.driverName = driverName;
+        this.sealer = sealer;
+        this.sessions = sessions;
+    }
+
+    /**
+     * @param document a policy document
+     * @return every problem of it; empty when it is valid
+     */
+    static List<PolicyProblem> problems(String document) {
+        return Policy.check(document.getBytes(StandardCharsets.UTF_8));
+    }
+
+    /**
+     * Admits and launches a sandbox. Nothing is left behind when it fails.
+     *
+     * @param name   the requested name, or empty for one derived from the id
+     * @param policy the policy document, already free of problems
+     * @param spec   the agent, workspace and providers
+     * @return the record, PROVISIONING until its supervisor opens its session
+     */
+    SandboxRecord create(String name, String policy, LaunchSpec spec) {
+        requireValid(policy);
+        SandboxId id = new SandboxId("sb-" + randomLabel());
+        String chosen = name.isEmpty() ? id.value() : name;
+        if (store.findByName(chosen).isPresent()) {
+            throw new GatewayException(Reason.CONFLICT, "a sandbox named '" + chosen + "' already exists");
+        }
+        AgentSpec agent = withProviders(spec);
+        ComputeDriver driver = drivers.driver(driverName, driverEnvironment);
+        String lineage = SandboxSessionId.fresh().value();
+        SandboxContext context = new SandboxContext(id, new SandboxSessionId(lineage),
+                PolicySnapshot.of(1, policy.getBytes(StandardCharsets.UTF_8)), agent, WORKLOAD);
+        LaunchPlan plan = new LaunchPlan(context, 1, sealer.seal(context, 1, 1, credentials(spec)), spec.driverOptions());
+        Provisioned provisioned = driver.create(plan);
+        Instant now = Instant.now().truncatedTo(ChronoUnit.MILLIS);
+        try {
+            SandboxRecord record = store.create(new SandboxRecord(id, chosen, driverName, provisioned,
+                    SandboxState.PROVISIONING, 1, 1, lineage, 1, policy, 1, now, now));
+            store.saveLaunchSpec(id, spec.toJson());
+            return record;
+        } catch (RuntimeException e) {
+            try {
+                driver.delete(id, provisioned.state());
+                store.delete(id);
+            } catch (RuntimeException cleanup) {
+                e.addSuppressed(cleanup);
+            }
+            throw e;
+        }
+    }
+
+    /** Stops every process of the sandbox, keeping its workspace and record. */
+    SandboxRecord stop(SandboxRecord record) {
+        sessions.disconnect(record.id(), false);
+        driver(record).stop(record.id(), record.provisioned().state());
+        return store.update(record.withState(SandboxState.STOPPED));
+    }
+
+    /** Launches a stopped sandbox again: new lineage, next generation, epoch 1 of that lineage. */
+    SandboxRecord start(SandboxRecord record) {
+        if (record.state() != SandboxState.STOPPED && record.state() != SandboxState.FAILED) {
+            throw new GatewayException(Reason.CONFLICT, "sandbox " + record.name() + " is " + record.state()
+                    + "; only a STOPPED or FAILED sandbox can be started");
+        }
+        LaunchSpec spec = LaunchSpec.fromJson(store.launchSpec(record.id()).orElseThrow(() ->
+                new GatewayException(Reason.NOT_FOUND, "sandbox " + record.name() + " has no launch specification")));
+        String lineage = SandboxSessionId.fresh().value();
+        SandboxRecord next = record.relaunched(lineage);
+        SandboxContext context = new SandboxContext(record.id(), new SandboxSessionId(lineage),
+                PolicySnapshot.of(next.policyGeneration(), next.policyDocument().getBytes(StandardCharsets.UTF_8)),
+                withProviders(spec), WORKLOAD);
+        LaunchPlan plan = new LaunchPlan(context, next.runtimeGeneration(),
+                sealer.seal(context, next.runtimeGeneration(), 1, credentials(spec)), spec.driverOptions());
+        Provisioned provisioned = driver(record).start(record.id(), record.provisioned().state(), plan);
+        return store.update(next.withProvisioned(provisioned).withState(SandboxState.PROVISIONING));
+    }
+
+    /** The trusted cleanup path: the driver removes everything, supervisor or not, then the record goes. */
+    void delete(SandboxRecord record) {
+        store.update(record.withState(SandboxState.DELETING));
+        sessions.disconnect(record.id(), true);
+        driver(record).delete(record.id(), record.provisioned().state());
+        store.delete(record.id());
+    }
+
+    /** @return what the driver observes of the sandbox now */
+    DriverStatus observe(SandboxRecord record) {
+        try {
+            return driver(record).status(record.id(), record.provisioned().state());
+        } catch (DriverException e) {
+            return new DriverStatus(DriverStatus.Phase.DEGRADED, "the driver cannot tell: " + e.getMessage());
+        }
+    }
+
+    /**
+     * Sends a new policy to the supervisor and records it only if the supervisor loaded it.
+     *
+     * @return the supervisor's outcome; the record changed only on LOADED
+     */
+    PolicyOutcome setPolicy(SandboxRecord record, String document) {
+        requireValid(document);
+        long generation = record.policyGeneration() + 1;
+        PolicyOutcome outcome = sessions.pushPolicy(record.id(), generation, document.getBytes(StandardCharsets.UTF_8));
+        if (outcome.getResult() == PolicyOutcome.Result.LOADED) {
+            SandboxRecord current = store.find(record.id()).orElseThrow(() ->
+                    new GatewayException(Reason.NOT_FOUND, "sandbox " + record.name() + " was deleted"));
+            store.update(current.withPolicy(generation, document));
+        }
+        return outcome;
+    }
+
+    private ComputeDriver driver(SandboxRecord record) {
+        // The record names the driver that provisioned it: cleanup must reach that one, whatever today's default.
+        return drivers.driver(record.driver(), driverEnvironment);
+    }
+
+    private AgentSpec withProviders(LaunchSpec spec) {
+        Map<String, String> env = new LinkedHashMap<>(spec.agent().environment());
+        for (String name : spec.providers()) {
+            ProviderRecord p = providers.find(name).orElseThrow(() -> new GatewayException(Reason.INVALID,
+                    "no provider named '" + name + "' (openshell provider list)"));
+            // The agent sees only the placeholder; the supervisor swaps in the value on admitted requests.
+            env.put(p.envVar(), p.placeholder());
+        }
+        return new AgentSpec(spec.agent().argv(), env, spec.agent().workingDirectory());
+    }
+
+    /** The attached providers' values, for the supervisor's bundle only; zeroed copies never linger here. */
+    private List<LaunchBundles.Credential> credentials(LaunchSpec spec) {
+        List<LaunchBundles.Credential> out = new java.util.ArrayList<>();
+        for (String name : spec.providers()) {
+            ProviderRecord p = providers.find(name).orElseThrow(() -> new GatewayException(Reason.INVALID,
+                    "no provider named '" + name + "' (openshell provider list)"));
+            byte[] secret = providers.secret(name);
+            try {
+                out.add(new LaunchBundles.Credential(name, secret, p.hosts()));
+            } finally {
+                java.util.Arrays.fill(secret, (byte) 0);
+            }
+        }
+        return out;
+    }
+
+    private static void requireValid(String policy) {
+        List<PolicyProblem> problems = problems(policy);
+        if (!problems.isEmpty()) {
+            throw new GatewayException(Reason.INVALID, "the policy has " + problems.size() + " problem(s): "
+                    + problems.stream().map(PolicyProblem::toString).collect(Collectors.joining("; ")));
+        }
+    }
+
+    private String randomLabel() {
+        StringBuilder b = new StringBuilder(ID_RANDOM_CHARS);
+        for (int i = 0; i < ID_RANDOM_CHARS; i++) {
+            b.append(ID_ALPHABET[random.nextInt(ID_ALPHABET.length)]);
+        }
+        return b.toString();
+    }
+}

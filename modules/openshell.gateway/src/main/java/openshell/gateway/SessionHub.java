@@ -1,0 +1,486 @@
+package openshell.gateway;
+
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.Deque;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+import com.google.protobuf.ByteString;
+import io.grpc.Status;
+import io.grpc.stub.StreamObserver;
+import openshell.gateway.store.SandboxRecord;
+import openshell.gateway.store.SandboxState;
+import openshell.gateway.store.SandboxStore;
+import openshell.isolation.SandboxId;
+import openshell.protocol.ProtocolException;
+import openshell.protocol.TokenAudience;
+import openshell.protocol.TokenClaims;
+import openshell.protocol.TokenGrant;
+import openshell.protocol.TokenIssuer;
+import openshell.protocol.TokenPair;
+import openshell.protocol.TokenVerifier;
+import openshell.protocol.wire.GatewayMessage;
+import openshell.protocol.wire.GatewaySessionGrpc;
+import openshell.protocol.wire.LogLines;
+import openshell.protocol.wire.PolicyOutcome;
+import openshell.protocol.wire.PolicyRevision;
+import openshell.protocol.wire.RemoteExec;
+import openshell.protocol.wire.RemoteExecEvent;
+import openshell.protocol.wire.RemoteExecInput;
+import openshell.protocol.wire.SessionConfig;
+import openshell.protocol.wire.SessionHello;
+import openshell.protocol.wire.SupervisorMessage;
+import openshell.protocol.wire.TokenRefresh;
+
+/**
+ * The gateway's end of the supervisor sessions: each supervisor keeps one outbound
+ * {@code GatewaySession.Open} stream, authenticated by its first message, a {@code SessionHello}
+ * with the gateway-audience token of its launch. The token must verify (signature, issuer,
+ * audience, sandbox, generation, expiry) and match the record: same runtime generation, same
+ * session lineage, and a credential epoch no lower than the recorded one. Right after a hello the
+ * gateway refreshes the pair with the next epoch, so the token that opened the session (and every
+ * older one) can never open another; later refreshes run {@link #REFRESH_MARGIN} before expiry.
+ * A newer session for the same sandbox replaces the older one.
+ */
+final class SessionHub extends GatewaySessionGrpc.GatewaySessionImplBase {
+    /** A stream that has not said hello by then is closed. */
+    static final Duration HELLO_TIMEOUT = Duration.ofSeconds(10);
+    /** How long a policy set waits for the supervisor's LOADED/FAILED. */
+    static final Duration POLICY_TIMEOUT = Duration.ofSeconds(30);
+    /** How long a token refresh waits for the supervisor's acknowledgement; then the session ends. */
+    static final Duration ACK_TIMEOUT = Duration.ofSeconds(30);
+    /** Lifetime of the tokens minted for a launch and each refresh. */
+    static final Duration TOKEN_LIFETIME = Duration.ofMinutes(30);
+    /** Tokens are refreshed this long before they expire. */
+    static final Duration REFRESH_MARGIN = Duration.ofMinutes(10);
+    /** Execs in flight per session; the next one is refused. */
+    static final int MAX_EXECS_PER_SESSION = 64;
+    /** Output events buffered per exec for a slow API reader; beyond, the supervisor's stream waits. */
+    static final int MAX_EXEC_EVENTS = 256;
+    /** How long an output event may wait for buffer space before the exec is abandoned. */
+    static final Duration EXEC_EVENT_WAIT = Duration.ofSeconds(30);
+    /** Log lines kept per sandbox (the oldest go first). */
+    static final int MAX_LOG_LINES = 1000;
+    /** Longest log line kept; longer ones are cut. */
+    static final int MAX_LOG_LINE_CHARS = 4096;
+    /** The token holder's role. */
+    static final String COMPONENT = "supervisor";
+
+    private final SandboxStore store;
+    private final TokenIssuer issuer;
+    private final ScheduledExecutorService timers;
+    private final Clock clock;
+    private final Map<String, Session> live = new ConcurrentHashMap<>();
+    private final Map<String, Deque<String>> logs = new ConcurrentHashMap<>();
+
+    SessionHub(SandboxStore store, TokenIssuer issuer, ScheduledExecutorService timers, Clock clock) {
+        this.store = store;
+        this.issuer = issuer;
+        this.timers = timers;
+        this.clock = clock;
+    }
+
+    @Override
+    public StreamObserver<SupervisorMessage> open(StreamObserver<GatewayMessage> responses) {
+        return new Session(responses);
+    }
+
+    /**
+     * The first token pair of a launch.
+     *
+     * @param id         the sandbox
+     * @param generation its runtime generation
+     * @param lineage    the launch's session id
+     * @return the pair at epoch 1
+     */
+    TokenPair firstTokens(SandboxId id, long generation, String lineage) {
+        return issuer.mintPair(grant(id.value(), generation, lineage), 1);
+    }
+
+    /** @return whether a supervisor session of this sandbox is open */
+    boolean connected(SandboxId id) {
+        return live.containsKey(id.value());
+    }
+
+    /**
+     * Ends the sandbox's session (stop, delete, relaunch); its supervisor is being killed anyway.
+     *
+     * @param id     the sandbox
+     * @param forget whether its logs go too
+     */
+    void disconnect(SandboxId id, boolean forget) {
+        Optional.ofNullable(live.get(id.value())).ifPresent(s -> s.end(Status.CANCELLED, "the sandbox is being stopped"));
+        if (forget) {
+            logs.remove(id.value());
+        }
+    }
+
+    /** @return the kept log lines of a sandbox, oldest first */
+    List<String> logs(SandboxId id) {
+        Deque<String> lines = logs.get(id.value());
+        if (lines == null) {
+            return List.of();
+        }
+        synchronized (lines) {
+            return List.copyOf(lines);
+        }
+    }
+
+    /**
+     * Sends a validated policy generation and waits for the supervisor's verdict.
+     *
+     * @return the outcome
+     * @throws GatewayException UNAVAILABLE without a session or without an answer in {@link #POLICY_TIMEOUT}
+     */
+    PolicyOutcome pushPolicy(SandboxId id, long generation, byte[] document) {
+        Session s = session(id);
+        String revision = UUID.randomUUID().toString();
+        CompletableFuture<PolicyOutcome> outcome = new CompletableFuture<>();
+        s.policies.put(revision, outcome);
+        try {
+            s.send(GatewayMessage.newBuilder().setPolicy(PolicyRevision.newBuilder().setRevisionId(revision)
+                    .setGeneration(generation).setDocument(ByteString.copyFrom(document))).build());
+            return outcome.get(POLICY_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (TimeoutException e) {
+            throw new GatewayException(GatewayException.Reason.UNAVAILABLE, "the supervisor of " + id
+                    + " did not answer the policy revision within " + POLICY_TIMEOUT);
+        } catch (ExecutionException e) {
+            throw new GatewayException(GatewayException.Reason.UNAVAILABLE, "the session of " + id
+                    + " ended before the policy revision was answered");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new GatewayException(GatewayException.Reason.UNAVAILABLE, "interrupted");
+        } finally {
+            s.policies.remove(revision);
+        }
+    }
+
+    /**
+     * Starts an exec in the sandbox through its supervisor.
+     *
+     * @param id    the sandbox
+     * @param exec  what to run (its id is assigned here)
+     * @param stdin the whole standard input; the process's stdin is closed after it
+     * @return the relay its output arrives on
+     */
+    ExecRelay exec(SandboxId id, RemoteExec.Builder exec, byte[] stdin) {
+        Session s = session(id);
+        String execId = UUID.randomUUID().toString();
+        ExecRelay relay = new ExecRelay(execId);
+        synchronized (s.execs) {
+            if (s.execs.size() >= MAX_EXECS_PER_SESSION) {
+                throw new GatewayException(GatewayException.Reason.EXHAUSTED, "sandbox " + id + " already runs "
+                        + MAX_EXECS_PER_SESSION + " execs; wait for one to end");
+            }
+            s.execs.put(execId, relay);
+        }
+        s.send(GatewayMessage.newBuilder().setExec(exec.setExecId(execId)).build());
+        s.send(GatewayMessage.newBuilder().setExecInput(RemoteExecInput.newBuilder().setExecId(execId)
+                .setData(ByteString.copyFrom(stdin)).setClose(true)).build());
+        relay.onDone = () -> s.execs.remove(execId);
+        return relay;
+    }
+
+    /**
+     * Refreshes the sandbox's token pair now (also done on a schedule).
+     *
+     * @return the epoch the supervisor acknowledged
+     */
+    long refresh(SandboxId id) {
+        return session(id).refresh();
+    }
+
+    void close() {
+        live.values().forEach(s -> s.end(Status.UNAVAILABLE, "the gateway is stopping"));
+    }
+
+    private Session session(SandboxId id) {
+        Session s = live.get(id.value());
+        if (s == null) {
+            throw new GatewayException(GatewayException.Reason.UNAVAILABLE, "the supervisor of sandbox " + id
+                    + " has no session with this gateway (is the sandbox running? openshell sandbox get " + id + ")");
+        }
+        return s;
+    }
+
+    private static TokenGrant grant(String id, long generation, String lineage) {
+        return new TokenGrant(id, generation, lineage, COMPONENT, TOKEN_LIFETIME);
+    }
+
+    private void log(String sandbox, List<String> lines) {
+        Deque<String> ring = logs.computeIfAbsent(sandbox, k -> new ArrayDeque<>());
+        synchronized (ring) {
+            for (String line : lines) {
+                ring.addLast(line.length() > MAX_LOG_LINE_CHARS ? line.substring(0, MAX_LOG_LINE_CHARS) : line);
+                while (ring.size() > MAX_LOG_LINES) {
+                    ring.removeFirst();
+                }
+            }
+        }
+    }
+
+    /** Output of one exec on its way from the supervisor to an API caller. */
+    static final class ExecRelay {
+        final String execId;
+        private final BlockingQueue<RemoteExecEvent> events = new ArrayBlockingQueue<>(MAX_EXEC_EVENTS);
+        private volatile String lost;
+        private volatile Runnable onDone = () -> { };
+
+        ExecRelay(String execId) {
+            this.execId = execId;
+        }
+
+        /**
+         * @param wait how long to wait for the next event
+         * @return the next event; an {@code error} event once the session is lost; empty if none yet
+         */
+        Optional<RemoteExecEvent> next(Duration wait) throws InterruptedException {
+            RemoteExecEvent e = events.poll(wait.toMillis(), TimeUnit.MILLISECONDS);
+            if (e == null && lost != null && events.isEmpty()) {
+                e = RemoteExecEvent.newBuilder().setExecId(execId).setError(lost).build();
+            }
+            return Optional.ofNullable(e);
+        }
+
+        /** The API caller went away or the exec ended: stop relaying. */
+        void done() {
+            onDone.run();
+        }
+
+        void lose(String reason) {
+            lost = reason;
+        }
+
+        boolean offer(RemoteExecEvent e) throws InterruptedException {
+            return events.offer(e, EXEC_EVENT_WAIT.toMillis(), TimeUnit.MILLISECONDS);
+        }
+    }
+
+    /** One supervisor's stream. Inbound messages arrive one at a time; sends are serialized. */
+    private final class Session implements StreamObserver<SupervisorMessage> {
+        private final StreamObserver<GatewayMessage> out;
+        private final Map<String, CompletableFuture<PolicyOutcome>> policies = new ConcurrentHashMap<>();
+        private final Map<String, ExecRelay> execs = new ConcurrentHashMap<>();
+        private final ScheduledFuture<?> helloTimer;
+        private volatile CompletableFuture<Long> pendingAck = new CompletableFuture<>();
+        private volatile ScheduledFuture<?> refreshTimer;
+        private volatile String sandbox;
+        private long generation;
+        private String lineage;
+        private boolean ended;
+
+        Session(StreamObserver<GatewayMessage> out) {
+            this.out = out;
+            this.helloTimer = timers.schedule(() -> {
+                if (sandbox == null) {
+                    end(Status.DEADLINE_EXCEEDED, "no hello within " + HELLO_TIMEOUT);
+                }
+            }, HELLO_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+        }
+
+        @Override
+        public void onNext(SupervisorMessage message) {
+            if (sandbox == null) {
+                if (!message.hasHello()) {
+                    end(Status.UNAUTHENTICATED, "the first message must be a hello");
+                    return;
+                }
+                hello(message.getHello());
+                return;
+            }
+            switch (message.getKindCase()) {
+                case POLICY_OUTCOME -> Optional.ofNullable(policies.get(message.getPolicyOutcome().getRevisionId()))
+                        .ifPresent(f -> f.complete(message.getPolicyOutcome()));
+                case TOKEN_ACK -> pendingAck.complete(message.getTokenAck().getCredentialEpoch());
+                case LOGS -> log(sandbox, message.getLogs().getLinesList());
+                case EXEC_EVENT -> execEvent(message.getExecEvent());
+                case HELLO -> end(Status.INVALID_ARGUMENT, "hello twice");
+                case KIND_NOT_SET -> end(Status.INVALID_ARGUMENT, "empty message");
+            }
+        }
+
+        private void hello(SessionHello hello) {
+            TokenClaims claims;
+            SandboxRecord record;
+            try {
+                SandboxId id = new SandboxId(hello.getSandboxId());
+                claims = TokenVerifier.builder().key(issuer.verificationKey()).issuer(issuer.issuer())
+                        .audience(TokenAudience.GATEWAY).sandboxId(id.value())
+                        .runtimeGeneration(hello.getRuntimeGeneration()).component(COMPONENT).clock(clock).build()
+                        .verify(hello.getGatewayToken());
+                record = store.find(id).orElse(null);
+            } catch (ProtocolException e) {
+                end(Status.UNAUTHENTICATED, "token refused: " + e.refusal());
+                return;
+            } catch (RuntimeException e) {
+                end(Status.UNAUTHENTICATED, "hello refused");
+                return;
+            }
+            if (record == null || record.runtimeGeneration() != claims.runtimeGeneration()
+                    || !record.sessionLineage().equals(claims.sessionLineage())) {
+                end(Status.UNAUTHENTICATED, "token refused: not the current launch of this sandbox");
+                return;
+            }
+            if (claims.credentialEpoch() < record.credentialEpoch()) {
+                end(Status.UNAUTHENTICATED, "token refused: credential epoch " + claims.credentialEpoch()
+                        + " was superseded");
+                return;
+            }
+            if (record.state() != SandboxState.RUNNING && record.state() != SandboxState.PROVISIONING) {
+                end(Status.FAILED_PRECONDITION, "the sandbox is " + record.state());
+                return;
+            }
+            if (claims.credentialEpoch() > record.credentialEpoch()) {
+                record = store.raiseEpoch(record.id(), record.runtimeGeneration(), claims.credentialEpoch());
+            }
+            if (record.state() == SandboxState.PROVISIONING) {
+                try {
+                    record = store.update(record.withState(SandboxState.RUNNING));
+                } catch (GatewayException e) {
+                    record = store.find(record.id()).orElse(record);
+                }
+            }
+            helloTimer.cancel(false);
+            generation = record.runtimeGeneration();
+            lineage = record.sessionLineage();
+            sandbox = record.id().value();
+            Session previous = live.put(sandbox, this);
+            if (previous != null && previous != this) {
+                previous.end(Status.ALREADY_EXISTS, "replaced by a newer session");
+            }
+            send(GatewayMessage.newBuilder().setConfig(SessionConfig.newBuilder()
+                    .setPolicyGeneration(record.policyGeneration())
+                    .setPolicyDocument(ByteString.copyFromUtf8(record.policyDocument()))
+                    .setCredentialEpoch(record.credentialEpoch())).build());
+            // The token that opened this session must never open another: supersede it at once.
+            refreshTimer = timers.schedule(this::scheduledRefresh, 0, TimeUnit.MILLISECONDS);
+        }
+
+        private void scheduledRefresh() {
+            try {
+                refresh();
+            } catch (RuntimeException e) {
+                end(Status.UNAVAILABLE, "token refresh failed: " + e.getMessage());
+            }
+        }
+
+        synchronized long refresh() {
+            SandboxRecord record = store.find(new SandboxId(sandbox)).orElseThrow(() ->
+                    new GatewayException(GatewayException.Reason.NOT_FOUND, "sandbox " + sandbox + " is gone"));
+            long next = record.credentialEpoch() + 1;
+            TokenPair pair = issuer.mintPair(grant(sandbox, generation, lineage), next);
+            CompletableFuture<Long> ack = new CompletableFuture<>();
+            pendingAck = ack;
+            send(GatewayMessage.newBuilder().setTokens(TokenRefresh.newBuilder()
+                    .setGatewayToken(pair.gatewayToken()).setSandboxToken(pair.sandboxToken())
+                    .setCredentialEpoch(next).setExpiresAtEpochSecond(pair.expiresAt().getEpochSecond())).build());
+            long acked;
+            try {
+                acked = ack.get(ACK_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new GatewayException(GatewayException.Reason.UNAVAILABLE, "interrupted");
+            } catch (ExecutionException | TimeoutException e) {
+                end(Status.DEADLINE_EXCEEDED, "token refresh not acknowledged");
+                throw new GatewayException(GatewayException.Reason.UNAVAILABLE, "the supervisor of " + sandbox
+                        + " did not acknowledge the token refresh");
+            }
+            if (acked != next) {
+                end(Status.INVALID_ARGUMENT, "acknowledged epoch " + acked + " instead of " + next);
+                throw new GatewayException(GatewayException.Reason.UNAVAILABLE, "wrong acknowledgement");
+            }
+            store.raiseEpoch(record.id(), generation, next);
+            Duration untilRefresh = Duration.between(clock.instant(), pair.expiresAt().minus(REFRESH_MARGIN));
+            if (!ended) {
+                refreshTimer = timers.schedule(this::scheduledRefresh, Math.max(0, untilRefresh.toMillis()),
+                        TimeUnit.MILLISECONDS);
+            }
+            return next;
+        }
+
+        private void execEvent(RemoteExecEvent event) {
+            ExecRelay relay = execs.get(event.getExecId());
+            if (relay == null) {
+                return;
+            }
+            try {
+                if (!relay.offer(event)) {
+                    relay.lose("the API caller stopped reading");
+                    execs.remove(event.getExecId());
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            if (event.getKindCase() == RemoteExecEvent.KindCase.EXIT_CODE
+                    || event.getKindCase() == RemoteExecEvent.KindCase.ERROR) {
+                execs.remove(event.getExecId());
+            }
+        }
+
+        void send(GatewayMessage message) {
+            synchronized (out) {
+                if (ended) {
+                    throw new GatewayException(GatewayException.Reason.UNAVAILABLE, "the session of " + sandbox
+                            + " has ended");
+                }
+                out.onNext(message);
+            }
+        }
+
+        void end(Status status, String reason) {
+            synchronized (out) {
+                if (ended) {
+                    return;
+                }
+                ended = true;
+                try {
+                    out.onError(status.withDescription(reason).asRuntimeException());
+                } catch (RuntimeException ignored) {
+                    // The stream is already gone; there is nobody left to tell.
+                }
+            }
+            cleanUp("session ended: " + reason);
+        }
+
+        private void cleanUp(String reason) {
+            helloTimer.cancel(false);
+            ScheduledFuture<?> timer = refreshTimer;
+            if (timer != null) {
+                timer.cancel(false);
+            }
+            if (sandbox != null) {
+                live.remove(sandbox, this);
+            }
+            pendingAck.completeExceptionally(new IllegalStateException(reason));
+            policies.values().forEach(f -> f.completeExceptionally(new IllegalStateException(reason)));
+            execs.values().forEach(r -> r.lose(reason));
+            execs.clear();
+        }
+
+        @Override
+        public void onError(Throwable t) {
+            synchronized (out) {
+                ended = true;
+            }
+            cleanUp("the supervisor's stream failed");
+        }
+
+        @Override
+        public void onCompleted() {
+            end(Status.OK, "the supervisor closed its session");
+        }
+    }
+}

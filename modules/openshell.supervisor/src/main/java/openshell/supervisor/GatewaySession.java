@@ -1,0 +1,315 @@
+package openshell.supervisor;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Supplier;
+
+import com.google.protobuf.ByteString;
+import io.grpc.Channel;
+import io.grpc.stub.StreamObserver;
+import io.helidon.common.tls.Tls;
+import io.helidon.webclient.grpc.GrpcClient;
+import openshell.protocol.TokenPair;
+import openshell.protocol.wire.GatewayMessage;
+import openshell.protocol.wire.GatewaySessionGrpc;
+import openshell.protocol.wire.LogLines;
+import openshell.protocol.wire.PolicyOutcome;
+import openshell.protocol.wire.RemoteExec;
+import openshell.protocol.wire.RemoteExecEvent;
+import openshell.protocol.wire.RemoteExecInput;
+import openshell.protocol.wire.SessionConfig;
+import openshell.protocol.wire.SessionHello;
+import openshell.protocol.wire.SupervisorMessage;
+import openshell.protocol.wire.TokenAck;
+import openshell.protocol.wire.TokenRefresh;
+
+/**
+ * The supervisor's one outbound session to its gateway ({@code GatewaySession.Open}): hello with
+ * the gateway-audience token of the current epoch, then whatever the gateway sends: the recorded
+ * policy, policy revisions (answered LOADED/FAILED), token refreshes (handed on, then
+ * acknowledged), exec relays; and log lines upward. When the stream ends it reconnects with the
+ * newest token after {@link #RECONNECT_DELAY}, until {@link #close()}. The gateway refreshes the
+ * pair right after every hello, so a token is spent once it opened a session.
+ */
+final class GatewaySession implements AutoCloseable {
+    /** Wait before reconnecting after the stream ended. */
+    static final Duration RECONNECT_DELAY = Duration.ofSeconds(2);
+    /** Execs the gateway may run at once through this session; further ones get an error event. */
+    static final int MAX_EXECS = 64;
+    /** Largest chunk of exec output per message. */
+    static final int MAX_OUTPUT_CHUNK = 16 * 1024;
+
+    private final Supplier<Channel> channels;
+    private final String sandboxId;
+    private final long generation;
+    private final GatewaySessionHandler handler;
+    private final AtomicReference<TokenPair> tokens;
+    private final AtomicLong policyGeneration = new AtomicLong();
+    private final Map<String, GatewaySessionHandler.ExecInput> execs = new ConcurrentHashMap<>();
+    private final AtomicBoolean closed = new AtomicBoolean();
+    private final Thread loop;
+    private volatile StreamObserver<SupervisorMessage> out;
+    private volatile CompletableFuture<Void> opened = new CompletableFuture<>();
+
+    private GatewaySession(Supplier<Channel> channels, String sandboxId, long generation, TokenPair first,
+                           long policyGeneration, GatewaySessionHandler handler) {
+        this.channels = channels;
+        this.sandboxId = sandboxId;
+        this.generation = generation;
+        this.handler = handler;
+        this.tokens = new AtomicReference<>(first);
+        this.policyGeneration.set(policyGeneration);
+        this.loop = Thread.ofVirtual().name("gateway-session-" + sandboxId).unstarted(this::run);
+    }
+
+    /**
+     * Opens the session and keeps it open.
+     *
+     * @param channels         a fresh channel to the gateway per connection
+     * @param sandboxId        this sandbox
+     * @param generation       this launch's runtime generation
+     * @param first            the launch's first token pair (from the supervisor bundle)
+     * @param policyGeneration the policy generation enforced now
+     * @param handler          what the gateway's requests do
+     * @return the session
+     */
+    static GatewaySession open(Supplier<Channel> channels, String sandboxId, long generation, TokenPair first,
+                               long policyGeneration, GatewaySessionHandler handler) {
+        GatewaySession s = new GatewaySession(channels, sandboxId, generation, first, policyGeneration, handler);
+        s.loop.start();
+        return s;
+    }
+
+    /**
+     * Channels to the gateway's session endpoint (the {@code gatewayEndpoint} of the supervisor
+     * bundle). {@code http} means HTTP/2 without TLS (prior knowledge), for a gateway on loopback;
+     * {@code https} uses the JVM's trust store.
+     *
+     * @param endpoint the gateway's URL
+     * @return a supplier of a channel per connection
+     */
+    static Supplier<Channel> channels(String endpoint) {
+        boolean tls = endpoint.startsWith("https://");
+        GrpcClient client = GrpcClient.builder().baseUri(endpoint)
+                .tls(tls ? Tls.builder().build() : Tls.builder().enabled(false).build()).build();
+        return client::channel;
+    }
+
+    /** @return completes when the gateway accepted the current connection (its config arrived) */
+    CompletableFuture<Void> opened() {
+        return opened;
+    }
+
+    /** @return the newest token pair */
+    TokenPair tokens() {
+        return tokens.get();
+    }
+
+    /** Sends log lines to the gateway; dropped while disconnected (the local log keeps them). */
+    void log(List<String> lines) {
+        send(SupervisorMessage.newBuilder().setLogs(LogLines.newBuilder().addAllLines(lines)).build());
+    }
+
+    private void run() {
+        while (!closed.get()) {
+            CompletableFuture<Void> ended = new CompletableFuture<>();
+            try {
+                StreamObserver<SupervisorMessage> stream = GatewaySessionGrpc.newStub(channels.get())
+                        .open(new Inbound(ended));
+                synchronized (this) {
+                    out = stream;
+                }
+                send(SupervisorMessage.newBuilder().setHello(SessionHello.newBuilder()
+                        .setGatewayToken(tokens.get().gatewayToken()).setSandboxId(sandboxId)
+                        .setRuntimeGeneration(generation).setPolicyGeneration(policyGeneration.get())).build());
+                ended.join();
+            } catch (RuntimeException e) {
+                // Cannot reach the gateway now; try again after the delay.
+            }
+            synchronized (this) {
+                out = null;
+            }
+            execs.values().forEach(GatewaySessionHandler.ExecInput::close);
+            execs.clear();
+            if (opened.isDone()) {
+                opened = new CompletableFuture<>();
+            }
+            if (!closed.get()) {
+                try {
+                    Thread.sleep(RECONNECT_DELAY);
+                } catch (InterruptedException e) {
+                    return;
+                }
+            }
+        }
+    }
+
+    private void send(SupervisorMessage message) {
+        synchronized (this) {
+            if (out == null) {
+                return;
+            }
+            try {
+                out.onNext(message);
+            } catch (RuntimeException e) {
+                // The stream is failing; the inbound side sees the end and the loop reconnects.
+            }
+        }
+    }
+
+    private final class Inbound implements StreamObserver<GatewayMessage> {
+        private final CompletableFuture<Void> ended;
+
+        Inbound(CompletableFuture<Void> ended) {
+            this.ended = ended;
+        }
+
+        @Override
+        public void onNext(GatewayMessage m) {
+            switch (m.getKindCase()) {
+                case CONFIG -> config(m.getConfig());
+                case POLICY -> {
+                    GatewaySessionHandler.PolicyVerdict v = apply(m.getPolicy().getGeneration(),
+                            m.getPolicy().getDocument().toByteArray());
+                    send(SupervisorMessage.newBuilder().setPolicyOutcome(PolicyOutcome.newBuilder()
+                            .setRevisionId(m.getPolicy().getRevisionId()).setGeneration(m.getPolicy().getGeneration())
+                            .setResult(v.loaded() ? PolicyOutcome.Result.LOADED : PolicyOutcome.Result.FAILED)
+                            .setMessage(v.message())).build());
+                }
+                case TOKENS -> refresh(m.getTokens());
+                case EXEC -> exec(m.getExec());
+                case EXEC_INPUT -> input(m.getExecInput());
+                case KIND_NOT_SET -> { }
+            }
+        }
+
+        private void config(SessionConfig config) {
+            if (config.getPolicyGeneration() != policyGeneration.get()) {
+                // The gateway's record is the truth: a revision it recorded while we were away.
+                apply(config.getPolicyGeneration(), config.getPolicyDocument().toByteArray());
+            }
+            opened.complete(null);
+        }
+
+        private GatewaySessionHandler.PolicyVerdict apply(long generation, byte[] document) {
+            GatewaySessionHandler.PolicyVerdict v;
+            try {
+                v = handler.applyPolicy(generation, document);
+            } catch (RuntimeException e) {
+                v = new GatewaySessionHandler.PolicyVerdict(false, "the supervisor failed to apply it: "
+                        + e.getClass().getSimpleName());
+            }
+            if (v.loaded()) {
+                policyGeneration.set(generation);
+            }
+            return v;
+        }
+
+        private void refresh(TokenRefresh r) {
+            TokenPair next = new TokenPair(r.getGatewayToken(), r.getSandboxToken(), r.getCredentialEpoch(),
+                    Instant.ofEpochSecond(r.getExpiresAtEpochSecond()));
+            if (next.credentialEpoch() <= tokens.get().credentialEpoch()) {
+                return;
+            }
+            handler.tokensRefreshed(next);
+            tokens.set(next);
+            send(SupervisorMessage.newBuilder().setTokenAck(TokenAck.newBuilder()
+                    .setCredentialEpoch(next.credentialEpoch())).build());
+        }
+
+        private void exec(RemoteExec e) {
+            String id = e.getExecId();
+            GatewaySessionHandler.ExecOutput output = new GatewaySessionHandler.ExecOutput() {
+                @Override
+                public void stdout(byte[] bytes) {
+                    chunks(bytes, true);
+                }
+
+                @Override
+                public void stderr(byte[] bytes) {
+                    chunks(bytes, false);
+                }
+
+                private void chunks(byte[] bytes, boolean stdout) {
+                    for (int at = 0; at < bytes.length; at += MAX_OUTPUT_CHUNK) {
+                        ByteString chunk = ByteString.copyFrom(bytes, at, Math.min(MAX_OUTPUT_CHUNK, bytes.length - at));
+                        RemoteExecEvent.Builder ev = RemoteExecEvent.newBuilder().setExecId(id);
+                        send(event(stdout ? ev.setStdout(chunk) : ev.setStderr(chunk)));
+                    }
+                }
+
+                @Override
+                public void exit(int code) {
+                    execs.remove(id);
+                    send(event(RemoteExecEvent.newBuilder().setExecId(id).setExitCode(code)));
+                }
+
+                @Override
+                public void error(String reason) {
+                    execs.remove(id);
+                    send(event(RemoteExecEvent.newBuilder().setExecId(id).setError(reason)));
+                }
+            };
+            if (execs.size() >= MAX_EXECS) {
+                output.error("the supervisor already runs " + MAX_EXECS + " execs for the gateway");
+                return;
+            }
+            try {
+                execs.put(id, handler.exec(e.getArgvList(), e.getEnvironmentMap(), e.getWorkingDirectory().isEmpty()
+                        ? "/" : e.getWorkingDirectory(), output));
+            } catch (RuntimeException failure) {
+                output.error("exec failed: " + failure.getMessage());
+            }
+        }
+
+        private void input(RemoteExecInput in) {
+            GatewaySessionHandler.ExecInput stdin = execs.get(in.getExecId());
+            if (stdin == null) {
+                return;
+            }
+            if (!in.getData().isEmpty()) {
+                stdin.write(in.getData().toByteArray());
+            }
+            if (in.getClose()) {
+                stdin.close();
+            }
+        }
+
+        @Override
+        public void onError(Throwable t) {
+            ended.complete(null);
+        }
+
+        @Override
+        public void onCompleted() {
+            ended.complete(null);
+        }
+    }
+
+    private static SupervisorMessage event(RemoteExecEvent.Builder e) {
+        return SupervisorMessage.newBuilder().setExecEvent(e).build();
+    }
+
+    @Override
+    public void close() {
+        if (closed.compareAndSet(false, true)) {
+            synchronized (this) {
+                if (out != null) {
+                    try {
+                        out.onCompleted();
+                    } catch (RuntimeException ignored) {
+                        // Already gone.
+                    }
+                }
+            }
+            loop.interrupt();
+        }
+    }
+}

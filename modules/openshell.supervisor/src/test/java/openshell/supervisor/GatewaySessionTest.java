@@ -1,0 +1,166 @@
+package openshell.supervisor;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+import com.google.protobuf.ByteString;
+import io.grpc.Status;
+import io.grpc.stub.StreamObserver;
+import io.helidon.webserver.WebServer;
+import io.helidon.webserver.grpc.GrpcRouting;
+import openshell.protocol.TokenPair;
+import openshell.protocol.wire.GatewayMessage;
+import openshell.protocol.wire.GatewaySessionGrpc;
+import openshell.protocol.wire.PolicyRevision;
+import openshell.protocol.wire.RemoteExec;
+import openshell.protocol.wire.RemoteExecInput;
+import openshell.protocol.wire.SessionConfig;
+import openshell.protocol.wire.SupervisorMessage;
+import openshell.protocol.wire.TokenRefresh;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The supervisor's session client over real gRPC against a gateway double (the real gateway's
+ * side is tested in openshell.gateway with real tokens): hello, the recorded policy, refresh with
+ * acknowledgement, LOADED/FAILED, exec relay, and reconnecting with the newest token.
+ */
+class GatewaySessionTest {
+    static final Duration WAIT = Duration.ofSeconds(60);
+
+    /** The gateway's end, driven by the test through queues. */
+    static final class GatewayDouble extends GatewaySessionGrpc.GatewaySessionImplBase {
+        final BlockingQueue<SupervisorMessage> received = new LinkedBlockingQueue<>();
+        final BlockingQueue<StreamObserver<GatewayMessage>> streams = new LinkedBlockingQueue<>();
+
+        @Override
+        public StreamObserver<SupervisorMessage> open(StreamObserver<GatewayMessage> out) {
+            streams.add(out);
+            return new StreamObserver<>() {
+                @Override
+                public void onNext(SupervisorMessage m) {
+                    received.add(m);
+                }
+
+                @Override
+                public void onError(Throwable t) {
+                }
+
+                @Override
+                public void onCompleted() {
+                    out.onCompleted();
+                }
+            };
+        }
+
+        SupervisorMessage next() throws InterruptedException {
+            SupervisorMessage m = received.poll(WAIT.toSeconds(), TimeUnit.SECONDS);
+            assertNotNull(m, "nothing from the supervisor within " + WAIT);
+            return m;
+        }
+
+        StreamObserver<GatewayMessage> stream() throws InterruptedException {
+            StreamObserver<GatewayMessage> s = streams.poll(WAIT.toSeconds(), TimeUnit.SECONDS);
+            assertNotNull(s, "no session opened within " + WAIT);
+            return s;
+        }
+    }
+
+    /** Loads any policy without "bad"; execs echo their stdin and exit 7. */
+    static final class RecordingHandler implements GatewaySessionHandler {
+        final BlockingQueue<String> events = new LinkedBlockingQueue<>();
+
+        @Override
+        public PolicyVerdict applyPolicy(long generation, byte[] document) {
+            String doc = new String(document, java.nio.charset.StandardCharsets.UTF_8);
+            events.add("policy " + generation);
+            return doc.contains("bad") ? new PolicyVerdict(false, "invalid") : new PolicyVerdict(true, "");
+        }
+
+        @Override
+        public void tokensRefreshed(TokenPair tokens) {
+            events.add("tokens " + tokens.credentialEpoch());
+        }
+
+        @Override
+        public ExecInput exec(List<String> argv, Map<String, String> environment, String workingDirectory,
+                              ExecOutput output) {
+            ByteArrayOutputStream stdin = new ByteArrayOutputStream();
+            return new ExecInput() {
+                @Override
+                public void write(byte[] bytes) {
+                    stdin.writeBytes(bytes);
+                }
+
+                @Override
+                public void close() {
+                    output.stdout(stdin.toByteArray());
+                    output.stderr(String.join(" ", argv).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                    output.exit(7);
+                }
+            };
+        }
+    }
+
+    @Test
+    void sessionCarriesPolicyTokensAndExecsAndReconnectsWithTheNewestToken() throws Exception {
+        GatewayDouble gateway = new GatewayDouble();
+        WebServer server = WebServer.builder().host("127.0.0.1").port(0)
+                .addRouting(GrpcRouting.builder().service(gateway)).build().start();
+        RecordingHandler handler = new RecordingHandler();
+        TokenPair first = new TokenPair("gateway-token-1", "sandbox-token-1", 1, Instant.now().plusSeconds(600));
+        try (GatewaySession session = GatewaySession.open(GatewaySession.channels("http://127.0.0.1:" + server.port()),
+                "sb-one", 4, first, 1, handler)) {
+            StreamObserver<GatewayMessage> out = gateway.stream();
+            SupervisorMessage hello = gateway.next();
+            assertEquals("gateway-token-1", hello.getHello().getGatewayToken());
+            assertEquals("sb-one", hello.getHello().getSandboxId());
+            assertEquals(4, hello.getHello().getRuntimeGeneration());
+
+            // The gateway recorded generation 2 while the supervisor was away: it is applied on config.
+            out.onNext(GatewayMessage.newBuilder().setConfig(SessionConfig.newBuilder().setPolicyGeneration(2)
+                    .setPolicyDocument(ByteString.copyFromUtf8("version: 1\n"))).build());
+            session.opened().get(WAIT.toSeconds(), TimeUnit.SECONDS);
+            assertEquals("policy 2", handler.events.poll(WAIT.toSeconds(), TimeUnit.SECONDS));
+
+            out.onNext(GatewayMessage.newBuilder().setTokens(TokenRefresh.newBuilder().setGatewayToken("gateway-token-2")
+                    .setSandboxToken("sandbox-token-2").setCredentialEpoch(2)
+                    .setExpiresAtEpochSecond(Instant.now().plusSeconds(600).getEpochSecond())).build());
+            assertEquals(2, gateway.next().getTokenAck().getCredentialEpoch());
+            assertEquals("tokens 2", handler.events.poll(WAIT.toSeconds(), TimeUnit.SECONDS));
+
+            out.onNext(GatewayMessage.newBuilder().setPolicy(PolicyRevision.newBuilder().setRevisionId("r1").setGeneration(3)
+                    .setDocument(ByteString.copyFromUtf8("bad"))).build());
+            SupervisorMessage failed = gateway.next();
+            assertEquals("r1", failed.getPolicyOutcome().getRevisionId());
+            assertEquals("FAILED", failed.getPolicyOutcome().getResult().name());
+
+            out.onNext(GatewayMessage.newBuilder().setExec(RemoteExec.newBuilder().setExecId("e1").addArgv("/bin/cat"))
+                    .build());
+            out.onNext(GatewayMessage.newBuilder().setExecInput(RemoteExecInput.newBuilder().setExecId("e1")
+                    .setData(ByteString.copyFromUtf8("hello")).setClose(true)).build());
+            assertEquals("hello", gateway.next().getExecEvent().getStdout().toStringUtf8());
+            assertEquals("/bin/cat", gateway.next().getExecEvent().getStderr().toStringUtf8());
+            assertEquals(7, gateway.next().getExecEvent().getExitCode());
+
+            // The gateway ends the stream: the supervisor comes back with the newest token.
+            out.onError(Status.UNAVAILABLE.asRuntimeException());
+            gateway.stream();
+            SupervisorMessage again = gateway.next();
+            assertTrue(again.hasHello(), again.toString());
+            assertEquals("gateway-token-2", again.getHello().getGatewayToken());
+            assertEquals(2, again.getHello().getPolicyGeneration(), "reports the policy it enforces");
+        } finally {
+            server.stop();
+        }
+    }
+}
