@@ -128,8 +128,13 @@ public final class CreditedStream<I, O> {
         if (observer instanceof ServerCallStreamObserver<O> call) {
             // A reset stream reaches a service only through these handlers (Helidon 4.1.7 calls the
             // listener's onComplete on RST_STREAM): without them the delivery would wait forever.
-            Runnable reset = () -> end(Status.CANCELLED.withDescription("the caller reset the stream").asRuntimeException(),
-                    "the caller reset the stream");
+            // Nothing more is written on a reset stream: Helidon 4.1.7's client drops the link on
+            // HEADERS for a stream it already forgot, and a late status would be such HEADERS.
+            Runnable reset = () -> {
+                outboundClosed.set(true);
+                end(Status.CANCELLED.withDescription("the caller reset the stream").asRuntimeException(),
+                        "the caller reset the stream");
+            };
             call.setOnCancelHandler(reset);
             call.setOnCloseHandler(reset);
         }

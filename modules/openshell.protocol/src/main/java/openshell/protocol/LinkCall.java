@@ -23,9 +23,11 @@ import io.helidon.http.HeaderNames;
 import io.helidon.http.Headers;
 import io.helidon.http.Method;
 import io.helidon.http.WritableHeaders;
+import io.helidon.http.http2.Http2Flag;
 import io.helidon.http.http2.Http2FrameData;
 import io.helidon.http.http2.Http2Headers;
 import io.helidon.http.http2.Http2Settings;
+import io.helidon.http.http2.Http2StreamState;
 import io.helidon.webclient.http2.Http2ClientStream;
 import io.helidon.webclient.http2.Http2StreamConfig;
 import io.helidon.webclient.http2.StreamTimeoutException;
@@ -139,6 +141,10 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
                 opened.writeHeaders(http2, false);
             }
         } catch (RuntimeException e) {
+            CallStream failed = stream;
+            if (failed != null) {
+                failed.close();
+            }
             finish(Status.UNAVAILABLE.withDescription("cannot open a stream").withCause(e), new Metadata());
             return;
         }
@@ -252,6 +258,47 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
     private void receive() {
         CallStream opened = stream;
         try {
+            receive(opened);
+        } finally {
+            drainThenForget(opened);
+        }
+    }
+
+    /**
+     * Keeps the stream registered until the runtime ended it (trailers or END_STREAM) or the
+     * link closed, reading and dropping what still arrives. Helidon 4.1.7's client connection
+     * fails the whole link on HEADERS, WINDOW_UPDATE or RST_STREAM for a stream it no longer
+     * knows, and a cancelled call's late status or a window update is exactly that.
+     */
+    private void drainThenForget(CallStream opened) {
+        long graceEnds = System.nanoTime() + ProtocolLimits.RESET_GRACE.toNanos();
+        try {
+            while (link.isOpen() && !opened.trailers().isDone() && !endedByRuntime(opened)
+                    && !(resetSent.get() && System.nanoTime() - graceEnds > 0)) {
+                Http2FrameData frame;
+                try {
+                    frame = opened.readOne(POLL);
+                } catch (StreamTimeoutException e) {
+                    continue;
+                }
+                if (frame != null && (frame.header().flags() & Http2Flag.END_OF_STREAM) != 0) {
+                    break;
+                }
+            }
+        } catch (RuntimeException e) {
+            // the stream is unusable either way
+        } finally {
+            opened.close();
+        }
+    }
+
+    private static boolean endedByRuntime(CallStream opened) {
+        Http2StreamState state = opened.streamState();
+        return state == Http2StreamState.CLOSED || state == Http2StreamState.HALF_CLOSED_REMOTE;
+    }
+
+    private void receive(CallStream opened) {
+        try {
             Http2Headers headers = null;
             while (headers == null) {
                 try {
@@ -358,16 +405,8 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
         Status status = cancel == null ? outcome : cancel;
         Metadata trailers = cancel == null ? outcomeTrailers : new Metadata();
         if (finished.compareAndSet(false, true)) {
-            CallStream opened = stream;
-            if (opened != null) {
-                if (resetSent.get()) {
-                    // Frames the runtime sent before it saw the reset may still come; Helidon
-                    // 4.1.7's client fails the whole connection on frames for a stream it forgot.
-                    link.schedule(ProtocolLimits.RESET_GRACE, opened::close);
-                } else {
-                    opened.close();
-                }
-            }
+            // The stream itself is forgotten by drainThenForget once the runtime ended it (or,
+            // after our reset, once RESET_GRACE passed); the supervisor's own slot is free now.
             if (holdsStream.compareAndSet(true, false)) {
                 link.returnStream();
             }

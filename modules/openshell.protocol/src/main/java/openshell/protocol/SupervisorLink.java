@@ -37,6 +37,7 @@ import io.helidon.webclient.http2.Http2ClientProtocolConfig;
  * stream API instead.
  */
 public final class SupervisorLink implements AutoCloseable {
+    private static final System.Logger LOGGER = System.getLogger(SupervisorLink.class.getName());
     private static final AtomicLong IDS = new AtomicLong();
     private static final Duration WATCHDOG_PERIOD = Duration.ofMillis(500);
 
@@ -169,6 +170,7 @@ public final class SupervisorLink implements AutoCloseable {
 
     void close(Refusal reason) {
         if (open.compareAndSet(true, false)) {
+            LOGGER.log(System.Logger.Level.INFO, id + " closed: " + reason);
             try {
                 connection.close();
             } catch (RuntimeException ignored) {
