@@ -144,6 +144,8 @@ class SandboxImageTest {
             String cmdline = new String(Files.readAllBytes(proc.resolve("cmdline")), StandardCharsets.UTF_8).replace('\0', ' ');
             assertTrue(cmdline.contains("-XX:AOTCache=lib/" + NAME + ".aot @conf/" + NAME + ".args --sandbox sb-smoke"), cmdline);
             assertFalse(p.waitFor(1, TimeUnit.SECONDS), "the runtime ended without its bundle: " + err.getNow(""));
+            // -XX:-UsePerfData: no hsperfdata file in /tmp, which the workload would see.
+            assertFalse(Files.exists(Path.of("/tmp", "hsperfdata_" + System.getProperty("user.name"), Long.toString(p.pid()))));
             p.toHandle().destroy(); // SIGTERM
             assertTrue(p.waitFor(WAIT.toSeconds(), TimeUnit.SECONDS), "no exit after SIGTERM");
             assertEquals(128 + 15, p.exitValue(), err.getNow(""));

@@ -151,22 +151,56 @@ public final class ImageBenchmark {
         // One untimed run each: the page cache, not the image, is what a first run measures.
         readyMillis(image, withAot);
         readyMillis(image, withoutAot);
+        readyMillis(image, namespacesOnly);
         double[] aot = new double[runs];
         double[] plain = new double[runs];
         double[] unshare = new double[runs];
+        double[] aotCpu = new double[runs];
+        double[] plainCpu = new double[runs];
         for (int i = 0; i < runs; i++) {
-            aot[i] = readyMillis(image, withAot);
-            plain[i] = readyMillis(image, withoutAot);
-            unshare[i] = readyMillis(image, namespacesOnly);
+            Sample a = readyMillis(image, withAot);
+            Sample b = readyMillis(image, withoutAot);
+            aot[i] = a.wallMillis();
+            aotCpu[i] = a.cpuMillis();
+            plain[i] = b.wallMillis();
+            plainCpu[i] = b.cpuMillis();
+            unshare[i] = readyMillis(image, namespacesOnly).wallMillis();
         }
         percentiles(json, "with_aot_cache", aot, READY_BUDGET_MS);
         percentiles(json, "without_aot_cache", plain, READY_BUDGET_MS);
         percentiles(json, "unshare_alone", unshare, Double.NaN);
+        // CPU time (all threads) at the ready line: far less sensitive to other load than wall time.
+        percentiles(json, "cpu_with_aot_cache", aotCpu, Double.NaN);
+        percentiles(json, "cpu_without_aot_cache", plainCpu, Double.NaN);
+    }
+
+    /**
+     * One start-up.
+     *
+     * @param wallMillis start to the ready line (or exit)
+     * @param cpuMillis  user + system CPU time of the process at the ready line (10 ms ticks); NaN if unread
+     */
+    record Sample(double wallMillis, double cpuMillis) {
+    }
+
+    /** User + system time of a live process, from /proc/PID/stat; NaN if it is gone. */
+    private static double cpuMillis(long pid) {
+        try {
+            String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
+            String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+            // Fields 14 and 15 of stat(5); index 0 here is field 3.
+            return (Long.parseLong(fields[11]) + Long.parseLong(fields[12])) * 10.0;
+        } catch (IOException | RuntimeException e) {
+            return Double.NaN;
+        }
     }
 
     private static void percentiles(Json json, String name, double[] values, double budget) {
-        double[] sorted = values.clone();
-        Arrays.sort(sorted);
+        double[] sorted = Arrays.stream(values).filter(v -> !Double.isNaN(v)).sorted().toArray();
+        if (sorted.length == 0) {
+            json.field(name, (String) null);
+            return;
+        }
         double p50 = sorted[(sorted.length - 1) / 2];
         json.object(name).field("p50", round(p50)).field("p90", round(sorted[(int) Math.ceil(sorted.length * 0.9) - 1]))
                 .field("min", round(sorted[0])).field("max", round(sorted[sorted.length - 1]));
@@ -184,12 +218,13 @@ public final class ImageBenchmark {
      * Milliseconds from starting the command until its first line on standard output (for
      * {@code /bin/true}, until it exits); the command must exit 0.
      */
-    static double readyMillis(Path directory, List<String> command) throws Exception {
+    static Sample readyMillis(Path directory, List<String> command) throws Exception {
         long start = System.nanoTime();
         Process p = new ProcessBuilder(command).directory(directory.toFile()).start();
         p.getOutputStream().close();
         CompletableFuture<String> err = drain(p.getErrorStream());
         long ready;
+        double cpu;
         try (BufferedReader reader = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
             CompletableFuture<String> first = CompletableFuture.supplyAsync(() -> {
                 try {
@@ -200,6 +235,7 @@ public final class ImageBenchmark {
             });
             String line = first.get(WAIT.toSeconds(), TimeUnit.SECONDS);
             ready = System.nanoTime();
+            cpu = line == null ? Double.NaN : cpuMillis(p.pid());
             if (line != null && !line.startsWith("{\"check\":\"passed\"")) {
                 throw new IllegalStateException("not the ready line: " + line);
             }
@@ -212,7 +248,7 @@ public final class ImageBenchmark {
         if (p.exitValue() != 0) {
             throw new IllegalStateException(command + " exited " + p.exitValue() + ": " + err.get(WAIT.toSeconds(), TimeUnit.SECONDS));
         }
-        return (ready - start) / 1e6;
+        return new Sample((ready - start) / 1e6, cpu);
     }
 
     /** Resident set of the runtime started by its launcher, idle while it waits for its bundle. */
