@@ -6,11 +6,12 @@
 # STAGING holds the application jars (app/) and, if the image uses JNA, libjnidispatch.so as
 # unpacked from the jna jar (jna-unpacked/com/sun/jna/linux-x86-64/); IMAGE_SRC holds
 # NAME.args (the JVM options and main module, paths relative to the image), train.sh (the
-# training run of the AOT cache, run in the image's directory with NAME and JAVA_HOME) and jdk-modules.add (modules jdeps cannot see, with reasons).
+# training run of the AOT cache, run in the image's directory with NAME and JAVA_HOME) and
+# jdk-modules.add (modules jdeps cannot see, with reasons).
 #
 # Steps: JDK modules from jdeps over every application jar (+ jdk-modules.add); jlink a runtime
 # of exactly those; strip libjvm's symbol table; app jars into app/, JNA's native library into
-# lib/jna; bin/NAME launcher; train the AOT cache lib/NAME.aot by running the image.
+# lib/jna; train the AOT cache lib/NAME.aot by running the image; bin/NAME launcher.
 set -eu
 name=$1 jdk=$2 staging=$3 out=$4 src=$5
 
