@@ -122,6 +122,9 @@ public final class SandboxMain {
      * @param args see the class comment
      */
     public static void main(String[] args) {
+        if (args.length == 1 && SandboxCheck.FLAG.equals(args[0])) {
+            System.exit(SandboxCheck.run()); // the images' health probe, see SandboxCheck
+        }
         System.exit(run(List.of(args), System.in));
     }
 

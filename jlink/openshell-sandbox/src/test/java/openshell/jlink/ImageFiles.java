@@ -1,0 +1,118 @@
+package openshell.jlink;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+/** What the image tests read and run: the built image, its files, and programs with bounded waits. */
+final class ImageFiles {
+    /** Longest wait for one run of the image or a build tool (a loaded 2-core machine). */
+    static final Duration WAIT = Duration.ofSeconds(120);
+    /** The C library's own shared objects: the only libraries an image may take from the host. */
+    static final Set<String> C_LIBRARY = Set.of("libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0",
+            "librt.so.1", "ld-linux-x86-64.so.2");
+
+    private ImageFiles() {
+    }
+
+    static Path image() {
+        Path image = Path.of(System.getProperty("openshell.image.dir"));
+        assertTrue(Files.isDirectory(image), "the build made no image at " + image);
+        return image;
+    }
+
+    static Path source(String name) {
+        return Path.of(System.getProperty("openshell.image.src")).resolve(name);
+    }
+
+    /** The modules the image's {@code release} file lists. */
+    static Set<String> releaseModules(Path image) throws IOException {
+        for (String line : Files.readAllLines(image.resolve("release"))) {
+            if (line.startsWith("MODULES=")) {
+                return new TreeSet<>(List.of(line.substring("MODULES=".length()).replace("\"", "").trim().split("\\s+")));
+            }
+        }
+        return fail("no MODULES line in " + image.resolve("release"));
+    }
+
+    /** Non-comment, non-blank lines of a committed list. */
+    static Set<String> committedList(Path file) throws IOException {
+        Set<String> lines = new TreeSet<>();
+        for (String line : Files.readAllLines(file)) {
+            String entry = line.replaceAll("#.*", "").trim();
+            if (!entry.isEmpty()) {
+                lines.add(entry);
+            }
+        }
+        return lines;
+    }
+
+    /** Every ELF file of the image. */
+    static List<Path> elfFiles(Path image) throws IOException {
+        List<Path> elves = new ArrayList<>();
+        try (Stream<Path> files = Files.walk(image)) {
+            for (Path file : files.filter(Files::isRegularFile).toList()) {
+                byte[] head = new byte[4];
+                try (var in = Files.newInputStream(file)) {
+                    if (in.read(head) == 4 && head[0] == 0x7f && head[1] == 'E' && head[2] == 'L' && head[3] == 'F') {
+                        elves.add(file);
+                    }
+                }
+            }
+        }
+        return elves;
+    }
+
+    /** The result of a finished program. */
+    record Run(int status, String out, String err) {
+        @Override
+        public String toString() {
+            return "status " + status + "\nstdout: " + out + "\nstderr: " + err;
+        }
+    }
+
+    /** Runs a program to its end (bounded by {@link #WAIT}), standard input closed. */
+    static Run run(Path directory, List<String> command) throws IOException, InterruptedException {
+        Process p = new ProcessBuilder(command).directory(directory.toFile()).start();
+        p.getOutputStream().close();
+        CompletableFuture<String> out = drain(p.getInputStream());
+        CompletableFuture<String> err = drain(p.getErrorStream());
+        if (!p.waitFor(WAIT.toSeconds(), TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            fail("no exit within " + WAIT + ": " + command);
+        }
+        try {
+            return new Run(p.exitValue(), out.get(WAIT.toSeconds(), TimeUnit.SECONDS), err.get(WAIT.toSeconds(), TimeUnit.SECONDS));
+        } catch (ExecutionException | TimeoutException e) {
+            return fail("output of " + command + " unreadable", e);
+        }
+    }
+
+    /** Reads a stream to its end on its own thread, so a chatty program never blocks on a full pipe. */
+    static CompletableFuture<String> drain(InputStream stream) {
+        CompletableFuture<String> text = new CompletableFuture<>();
+        Thread.ofPlatform().daemon(true).name("drain").start(() -> {
+            try (stream) {
+                text.complete(new String(stream.readAllBytes(), StandardCharsets.UTF_8));
+            } catch (IOException e) {
+                text.completeExceptionally(e);
+            }
+        });
+        return text;
+    }
+}

@@ -1,0 +1,346 @@
+package openshell.perf.images;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.stream.Stream;
+
+/**
+ * Measures the runtime images as the drivers use them and writes one JSON document: size on disk
+ * by part, the sandbox's start-to-ready latency (exec of the launcher until its health probe's
+ * ready line) with and without the AOT cache, and idle resident memory. Budgets (issue 8) are
+ * reported next to each figure, never asserted: the numbers depend on the machine's load, which
+ * is recorded too.
+ *
+ * <pre>
+ *   ImageBenchmark --mode smoke|full --sandbox DIR --supervisor DIR --out FILE
+ * </pre>
+ */
+public final class ImageBenchmark {
+    /** Timed start-ups per variant in a smoke run (seconds, in {@code verify}). */
+    static final int SMOKE_RUNS = 2;
+    /** Timed start-ups per variant in a full run. */
+    static final int FULL_RUNS = 20;
+    /** How long an idle process settles before its resident set is read. */
+    static final Duration SETTLE = Duration.ofSeconds(2);
+    /** Longest wait for one start-up or exit (a loaded 2-core machine). */
+    static final Duration WAIT = Duration.ofSeconds(120);
+    /** Budgets from issue 8. */
+    static final double SANDBOX_BUDGET_MIB = 90;
+    static final double SUPERVISOR_BUDGET_MIB = 130;
+    static final double READY_BUDGET_MS = 400;
+    static final double SANDBOX_RSS_BUDGET_MIB = 64;
+    /** Fresh user, network and mount namespaces, as the process driver gives the runtime. */
+    static final List<String> FENCED = List.of("/usr/bin/unshare", "--user", "--map-root-user", "--net", "--mount");
+
+    private ImageBenchmark() {
+    }
+
+    /**
+     * Entry point.
+     *
+     * @param args see the class comment
+     * @throws Exception when a measurement cannot be made
+     */
+    public static void main(String[] args) throws Exception {
+        Map<String, String> options = new LinkedHashMap<>();
+        for (int i = 0; i + 1 < args.length; i += 2) {
+            options.put(args[i], args[i + 1]);
+        }
+        String mode = options.getOrDefault("--mode", "smoke");
+        int runs = mode.equals("full") ? FULL_RUNS : SMOKE_RUNS;
+        Path sandbox = Path.of(required(options, "--sandbox")).toRealPath();
+        Path supervisor = Path.of(required(options, "--supervisor")).toRealPath();
+        Path out = Path.of(required(options, "--out"));
+
+        Json json = new Json();
+        json.open();
+        json.field("mode", mode).field("runs", runs).field("load_before", loadAverage())
+                .field("cores", Runtime.getRuntime().availableProcessors())
+                .field("kernel", Files.readString(Path.of("/proc/sys/kernel/osrelease")).trim());
+        json.object("size_mib");
+        sizes(json, "openshell-sandbox", sandbox, SANDBOX_BUDGET_MIB);
+        sizes(json, "openshell-supervisor", supervisor, SUPERVISOR_BUDGET_MIB);
+        json.close();
+
+        json.object("sandbox_ready_ms");
+        startUps(json, sandbox, runs);
+        json.close();
+
+        json.object("idle_rss_mib");
+        double rss = idleRss(sandbox);
+        json.object("openshell-sandbox").field("value", rss).field("budget", SANDBOX_RSS_BUDGET_MIB)
+                .field("within_budget", rss <= SANDBOX_RSS_BUDGET_MIB)
+                .field("what", "launcher, AOT cache, runtime waiting for its launch bundle (no agent yet)").close();
+        json.object("openshell-supervisor").field("value", (String) null)
+                .field("what", Files.exists(supervisor.resolve("lib/openshell-supervisor.aot"))
+                        ? "not measured: needs SupervisorMain's command line (tests/perf/README.md)"
+                        : "not measured: openshell.supervisor.SupervisorMain is not in this build").close();
+        json.close();
+        json.field("load_after", loadAverage());
+        json.close();
+        Files.createDirectories(out.toAbsolutePath().getParent());
+        Files.writeString(out, json.text());
+        System.out.println(json.text());
+    }
+
+    private static String required(Map<String, String> options, String name) {
+        String value = options.get(name);
+        if (value == null) {
+            throw new IllegalArgumentException("missing " + name);
+        }
+        return value;
+    }
+
+    private static String loadAverage() throws IOException {
+        return Files.readString(Path.of("/proc/loadavg")).trim();
+    }
+
+    /** Bytes by part: the linked JDK, the application jars, JNA's native library, the AOT cache. */
+    static void sizes(Json json, String name, Path image, double budget) throws IOException {
+        long total = 0;
+        long app = 0;
+        long aot = 0;
+        long jna = 0;
+        try (Stream<Path> files = Files.walk(image)) {
+            for (Path file : files.filter(Files::isRegularFile).toList()) {
+                long size = Files.size(file);
+                String relative = image.relativize(file).toString();
+                total += size;
+                if (relative.startsWith("app/")) {
+                    app += size;
+                } else if (relative.endsWith(".aot")) {
+                    aot += size;
+                } else if (relative.startsWith("lib/jna/")) {
+                    jna += size;
+                }
+            }
+        }
+        json.object(name).field("total", mib(total)).field("budget", budget).field("within_budget", mib(total) <= budget)
+                .field("jdk_runtime", mib(total - app - aot - jna)).field("app_jars", mib(app)).field("aot_cache", mib(aot))
+                .field("jna_native", mib(jna)).close();
+    }
+
+    private static double mib(long bytes) {
+        return Math.round(bytes / 1048576.0 * 10) / 10.0;
+    }
+
+    /** Start-to-ready of the sandbox's health probe, variants interleaved so they share the load. */
+    static void startUps(Json json, Path image, int runs) throws Exception {
+        List<String> withAot = new ArrayList<>(FENCED);
+        withAot.addAll(List.of(image.resolve("bin/openshell-sandbox").toString(), "--check"));
+        List<String> withoutAot = new ArrayList<>(FENCED);
+        withoutAot.addAll(List.of(image.resolve("bin/java").toString(), "@conf/openshell-sandbox.args", "--check"));
+        List<String> namespacesOnly = new ArrayList<>(FENCED);
+        namespacesOnly.add("/bin/true");
+        // One untimed run each: the page cache, not the image, is what a first run measures.
+        readyMillis(image, withAot);
+        readyMillis(image, withoutAot);
+        readyMillis(image, namespacesOnly);
+        double[] aot = new double[runs];
+        double[] plain = new double[runs];
+        double[] unshare = new double[runs];
+        double[] aotCpu = new double[runs];
+        double[] plainCpu = new double[runs];
+        for (int i = 0; i < runs; i++) {
+            Sample a = readyMillis(image, withAot);
+            Sample b = readyMillis(image, withoutAot);
+            aot[i] = a.wallMillis();
+            aotCpu[i] = a.cpuMillis();
+            plain[i] = b.wallMillis();
+            plainCpu[i] = b.cpuMillis();
+            unshare[i] = readyMillis(image, namespacesOnly).wallMillis();
+        }
+        percentiles(json, "with_aot_cache", aot, READY_BUDGET_MS);
+        percentiles(json, "without_aot_cache", plain, READY_BUDGET_MS);
+        percentiles(json, "unshare_alone", unshare, Double.NaN);
+        // CPU time (all threads) at the ready line: far less sensitive to other load than wall time.
+        percentiles(json, "cpu_with_aot_cache", aotCpu, Double.NaN);
+        percentiles(json, "cpu_without_aot_cache", plainCpu, Double.NaN);
+    }
+
+    /**
+     * One start-up.
+     *
+     * @param wallMillis start to the ready line (or exit)
+     * @param cpuMillis  user + system CPU time of the process at the ready line (10 ms ticks); NaN if unread
+     */
+    record Sample(double wallMillis, double cpuMillis) {
+    }
+
+    /** User + system time of a live process, from /proc/PID/stat; NaN if it is gone. */
+    private static double cpuMillis(long pid) {
+        try {
+            String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
+            String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+            // Fields 14 and 15 of stat(5); index 0 here is field 3.
+            return (Long.parseLong(fields[11]) + Long.parseLong(fields[12])) * 10.0;
+        } catch (IOException | RuntimeException e) {
+            return Double.NaN;
+        }
+    }
+
+    private static void percentiles(Json json, String name, double[] values, double budget) {
+        double[] sorted = Arrays.stream(values).filter(v -> !Double.isNaN(v)).sorted().toArray();
+        if (sorted.length == 0) {
+            json.field(name, (String) null);
+            return;
+        }
+        double p50 = sorted[(sorted.length - 1) / 2];
+        json.object(name).field("p50", round(p50)).field("p90", round(sorted[(int) Math.ceil(sorted.length * 0.9) - 1]))
+                .field("min", round(sorted[0])).field("max", round(sorted[sorted.length - 1]));
+        if (!Double.isNaN(budget)) {
+            json.field("budget", budget).field("within_budget", p50 <= budget);
+        }
+        json.close();
+    }
+
+    private static double round(double value) {
+        return Math.round(value * 10) / 10.0;
+    }
+
+    /**
+     * Milliseconds from starting the command until its first line on standard output (for
+     * {@code /bin/true}, until it exits); the command must exit 0.
+     */
+    static Sample readyMillis(Path directory, List<String> command) throws Exception {
+        long start = System.nanoTime();
+        Process p = new ProcessBuilder(command).directory(directory.toFile()).start();
+        p.getOutputStream().close();
+        CompletableFuture<String> err = drain(p.getErrorStream());
+        long ready;
+        double cpu;
+        try (BufferedReader reader = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+            CompletableFuture<String> first = CompletableFuture.supplyAsync(() -> {
+                try {
+                    return reader.readLine();
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            });
+            String line = first.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+            ready = System.nanoTime();
+            cpu = line == null ? Double.NaN : cpuMillis(p.pid());
+            if (line != null && !line.startsWith("{\"check\":\"passed\"")) {
+                throw new IllegalStateException("not the ready line: " + line);
+            }
+            reader.transferTo(java.io.Writer.nullWriter());
+        }
+        if (!p.waitFor(WAIT.toSeconds(), TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            throw new TimeoutException("no exit: " + command);
+        }
+        if (p.exitValue() != 0) {
+            throw new IllegalStateException(command + " exited " + p.exitValue() + ": " + err.get(WAIT.toSeconds(), TimeUnit.SECONDS));
+        }
+        return new Sample((ready - start) / 1e6, cpu);
+    }
+
+    /** Resident set of the runtime started by its launcher, idle while it waits for its bundle. */
+    static double idleRss(Path image) throws Exception {
+        Process p = new ProcessBuilder(image.resolve("bin/openshell-sandbox").toString(), "--sandbox", "sb-bench", "--generation", "1",
+                "--channel", "/nonexistent/channel.sock", "--bundle-stdin").start();
+        CompletableFuture<String> err = drain(p.getErrorStream());
+        try {
+            if (p.waitFor(SETTLE.toMillis(), TimeUnit.MILLISECONDS)) {
+                throw new IllegalStateException("the runtime ended while idle: " + err.get(WAIT.toSeconds(), TimeUnit.SECONDS));
+            }
+            for (String line : Files.readAllLines(Path.of("/proc", Long.toString(p.pid()), "status"))) {
+                if (line.startsWith("VmRSS:")) {
+                    return round(Long.parseLong(line.replaceAll("\\D", "")) / 1024.0);
+                }
+            }
+            throw new IllegalStateException("no VmRSS for " + p.pid());
+        } finally {
+            p.destroy();
+            p.waitFor(WAIT.toSeconds(), TimeUnit.SECONDS);
+            p.destroyForcibly();
+        }
+    }
+
+    private static CompletableFuture<String> drain(InputStream stream) {
+        CompletableFuture<String> text = new CompletableFuture<>();
+        Thread.ofPlatform().daemon(true).start(() -> {
+            try (stream) {
+                text.complete(new String(stream.readAllBytes(), StandardCharsets.UTF_8));
+            } catch (IOException e) {
+                text.completeExceptionally(e);
+            }
+        });
+        return text;
+    }
+
+    /** A small JSON writer: objects, strings, numbers and booleans are all this report needs. */
+    static final class Json {
+        private final StringBuilder text = new StringBuilder();
+        private final List<Boolean> first = new ArrayList<>();
+
+        void open() {
+            text.append('{');
+            first.add(true);
+        }
+
+        Json object(String name) {
+            key(name);
+            text.append('{');
+            first.add(true);
+            return this;
+        }
+
+        void close() {
+            text.append('}');
+            first.removeLast();
+        }
+
+        Json field(String name, String value) {
+            key(name);
+            text.append(value == null ? "null" : '"' + value.replace("\\", "\\\\").replace("\"", "\\\"") + '"');
+            return this;
+        }
+
+        Json field(String name, double value) {
+            key(name);
+            text.append(String.format(Locale.ROOT, "%s", value));
+            return this;
+        }
+
+        Json field(String name, int value) {
+            key(name);
+            text.append(value);
+            return this;
+        }
+
+        Json field(String name, boolean value) {
+            key(name);
+            text.append(value);
+            return this;
+        }
+
+        private void key(String name) {
+            if (!first.getLast()) {
+                text.append(',');
+            }
+            first.set(first.size() - 1, false);
+            text.append('"').append(name).append("\":");
+        }
+
+        String text() {
+            return text + "\n";
+        }
+    }
+}
