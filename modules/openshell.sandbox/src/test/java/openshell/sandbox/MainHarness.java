@@ -45,7 +45,7 @@ final class MainHarness implements AutoCloseable {
         process = start(List.of("--sandbox", sandbox, "--generation", Long.toString(generation), "--channel",
                 channel.toString(), "--bundle-stdin"), minted.runtimeBundle());
         stderr = new java.util.concurrent.CompletableFuture<>();
-        Thread.ofVirtual().start(() -> {
+        Thread.ofPlatform().daemon().start(() -> {
             try {
                 stderr.complete(new String(process.getErrorStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8));
             } catch (IOException e) {
@@ -55,7 +55,7 @@ final class MainHarness implements AutoCloseable {
         java.io.BufferedReader lines = new java.io.BufferedReader(new java.io.InputStreamReader(process.getInputStream(),
                 java.nio.charset.StandardCharsets.UTF_8));
         java.util.concurrent.CompletableFuture<String> first = new java.util.concurrent.CompletableFuture<>();
-        Thread.ofVirtual().start(() -> {
+        Thread.ofPlatform().daemon().start(() -> {
             try {
                 first.complete(lines.readLine());
                 while (lines.readLine() != null) {
@@ -133,7 +133,7 @@ final class MainHarness implements AutoCloseable {
         loseSupervisor();
         process.destroyForcibly();
         try {
-            // For the test report: what the runtime said.
+            // For the test report: what the runtime said. (Readers are platform threads: a blocking pipe read must not pin a carrier.)
             System.err.println("runtime main stderr:\n" + stderr.get(TestSandbox.WAIT.toSeconds(), java.util.concurrent.TimeUnit.SECONDS));
         } catch (Exception e) {
             System.err.println("runtime main stderr unavailable: " + e);
