@@ -17,7 +17,10 @@ import java.util.Set;
 import java.util.TreeSet;
 import java.util.regex.Pattern;
 import org.yaml.snakeyaml.LoaderOptions;
-import org.yaml.snakeyaml.Yaml;
+import org.yaml.snakeyaml.composer.Composer;
+import org.yaml.snakeyaml.parser.ParserImpl;
+import org.yaml.snakeyaml.reader.StreamReader;
+import org.yaml.snakeyaml.resolver.Resolver;
 import org.yaml.snakeyaml.error.Mark;
 import org.yaml.snakeyaml.error.MarkedYAMLException;
 import org.yaml.snakeyaml.nodes.MappingNode;
@@ -101,7 +104,10 @@ final class PolicyReader {
         options.setProcessComments(false);
         options.setTagInspector(tag -> false);
         try {
-            Node root = new Yaml(options).compose(new StringReader(text));
+            // The composer alone: Yaml's constructors build bean introspection (java.beans), which
+            // the supervisor's image does not link and a node tree never needs.
+            Node root = new Composer(new ParserImpl(new StreamReader(new StringReader(text)), options), new Resolver(), options)
+                    .getSingleNode();
             if (root == null) {
                 problems.add(new PolicyProblem("$", 0, 0, "the document is empty"));
             }

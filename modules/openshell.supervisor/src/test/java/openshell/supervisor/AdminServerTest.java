@@ -42,7 +42,13 @@ class AdminServerTest {
                 s.getOutputStream().write('x');
                 assertEquals('x', s.getInputStream().read());
                 f.denied(who("/usr/bin/bash"), loopback(), echo.port());
+                // The relay counts a chunk after writing it on, so the echo can be back first.
                 String metrics = get(admin.port(), "/metrics").body();
+                long deadline = System.nanoTime() + 10_000_000_000L;
+                while (!metrics.contains("openshell_relayed_bytes_total{direction=\"out\"} 1") && System.nanoTime() < deadline) {
+                    Thread.sleep(20);
+                    metrics = get(admin.port(), "/metrics").body();
+                }
                 assertTrue(metrics.contains("openshell_decisions_total{kind=\"connect\",outcome=\"allow\"} 1"), metrics);
                 assertTrue(metrics.contains("openshell_decisions_total{kind=\"connect\",outcome=\"deny\"} 1"), metrics);
                 assertTrue(metrics.contains("openshell_decisions_total{kind=\"dns\",outcome=\"allow\"} 1"), metrics);
