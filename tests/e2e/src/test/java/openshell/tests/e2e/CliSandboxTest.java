@@ -92,6 +92,8 @@ class CliSandboxTest {
     @AfterEach
     void stopGateway() throws Exception {
         if (state != null && Files.exists(state.resolve("gateway.json"))) {
+            // The trusted cleanup path, also when the test failed half way: nothing may be left behind.
+            cli("sandbox", "delete", "job");
             cli("gateway", "stop");
         }
     }
