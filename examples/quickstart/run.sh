@@ -26,7 +26,12 @@ export OPENSHELL_HOME="$work/home"
 export OPENSHELL_SUPERVISOR_LAUNCHER="$root/jlink/openshell-supervisor/target/openshell-supervisor/bin/openshell-supervisor"
 export OPENSHELL_RUNTIME_LAUNCHER="$root/jlink/openshell-sandbox/target/openshell-sandbox/bin/openshell-sandbox"
 upstream_pid=
+failures=0
 cleanup() {
+  if [ "$failures" -ne 0 ] && [ -d "$OPENSHELL_HOME" ]; then
+    echo "== logs (kept for the failure above)" >&2
+    find "$OPENSHELL_HOME" -name '*.log' -exec sh -c 'echo "--- $1"; tail -n 40 "$1"' _ {} \; >&2
+  fi
   ./openshell sandbox delete quickstart >/dev/null 2>&1 || true
   ./openshell gateway stop >/dev/null 2>&1 || true
   [ -n "$upstream_pid" ] && kill "$upstream_pid" 2>/dev/null || true
@@ -47,9 +52,10 @@ echo "== starting the gateway"
 ./openshell gateway start --background --port 0
 mkdir -m 0777 "$work/workspace"
 echo "== creating the sandbox (the agent: sleep; we exec into it)"
+failures=1  # until the sandbox runs: a failed create shows the logs
 ./openshell sandbox create --name quickstart --policy "$work/policy.yaml" --workspace "$work/workspace" -- /bin/sleep 600
-
 failures=0
+
 step() { # title, expected exit (0 or nonzero), command...
   local title=$1 expect=$2; shift 2
   echo

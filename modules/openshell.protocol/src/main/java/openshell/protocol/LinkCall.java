@@ -80,10 +80,6 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
         this.callbacks = new CallbackQueue(options.getExecutor());
     }
 
-    static void ping(SupervisorLink link) {
-        new CallStream(link).sendPing();
-    }
-
     @Override
     public void start(Listener<R> responseListener, Metadata metadata) {
         this.listener = responseListener;

@@ -16,11 +16,14 @@ import java.util.concurrent.atomic.AtomicLong;
 import javax.net.ssl.SSLSocket;
 
 import io.grpc.Channel;
+import io.helidon.common.buffers.BufferData;
 import io.helidon.common.buffers.DataReader;
 import io.helidon.common.buffers.DataWriter;
 import io.helidon.common.socket.HelidonSocket;
 import io.helidon.common.socket.SocketWriter;
 import io.helidon.common.socket.TlsSocket;
+import io.helidon.http.http2.Http2FrameData;
+import io.helidon.http.http2.Http2Ping;
 import io.helidon.http.http2.WindowSize;
 import io.helidon.webclient.api.ClientConnection;
 import io.helidon.webclient.http2.Http2Client;
@@ -56,6 +59,7 @@ public final class SupervisorLink implements AutoCloseable {
     private final Channel channel;
     private final Semaphore streams = new Semaphore(ProtocolLimits.MAX_CONCURRENT_STREAMS);
     private volatile long lastPingNanos = System.nanoTime();
+    private final DataWriter frames;
 
     private SupervisorLink(ChannelSocket socket, SSLSocket tls, TokenSlot tokens, String serverName) {
         this.socket = socket;
@@ -75,7 +79,30 @@ public final class SupervisorLink implements AutoCloseable {
                 .shareConnectionCache(false)
                 .executor(executor));
         DataReader reader = new DataReader(helidonSocket);
-        SocketWriter writer = SocketWriter.create(helidonSocket);
+        SocketWriter socketWriter = SocketWriter.create(helidonSocket);
+        // One lock for every write: Helidon writes each frame as one call, and so does ping().
+        DataWriter writer = new DataWriter() {
+            @Override
+            public synchronized void write(BufferData... buffers) {
+                socketWriter.write(buffers);
+            }
+
+            @Override
+            public synchronized void write(BufferData buffer) {
+                socketWriter.write(buffer);
+            }
+
+            @Override
+            public synchronized void writeNow(BufferData... buffers) {
+                socketWriter.writeNow(buffers);
+            }
+
+            @Override
+            public synchronized void writeNow(BufferData buffer) {
+                socketWriter.writeNow(buffer);
+            }
+        };
+        this.frames = writer;
         ClientConnection clientConnection = new ClientConnection() {
             @Override
             public DataReader reader() {
@@ -251,13 +278,23 @@ public final class SupervisorLink implements AutoCloseable {
                     && now - lastPingNanos > ProtocolLimits.KEEPALIVE_INTERVAL.toNanos()) {
                 lastPingNanos = now;
                 try {
-                    LinkCall.ping(this);
+                    ping();
                 } catch (RuntimeException e) {
                     close(Refusal.TRANSPORT_FAILED);
                     return;
                 }
             }
         }
+    }
+
+    /**
+     * Sends a fresh HTTP/2 PING. Not Helidon 4.1.7's {@code Http2ClientStream.sendPing()}: it
+     * writes one shared static frame whose payload the first write consumes, so every later
+     * ping went out broken and an idle link died of PEER_SILENT after its second interval.
+     */
+    private void ping() {
+        Http2FrameData frame = Http2Ping.create().toFrameData();
+        frames.writeNow(BufferData.create(frame.header().write(), frame.data()));
     }
 
     private static void closeQuietly(ChannelSocket socket) {

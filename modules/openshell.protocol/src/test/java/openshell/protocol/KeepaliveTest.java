@@ -9,6 +9,19 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class KeepaliveTest {
+    /** An idle link with a long call outstanding lives on answered pings alone, longer than the timeout. */
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.EnumSource(Launch.Kind.class)
+    void anIdleHealthyLinkOutlivesTheKeepaliveTimeout(Launch.Kind kind) throws Exception {
+        for (Initiator initiator : Initiator.values()) {
+            try (Launch launch = new Launch(kind, initiator); SupervisorLink link = launch.attached()) {
+                Thread.sleep(ProtocolLimits.KEEPALIVE_TIMEOUT.plusSeconds(5).toMillis());
+                assertTrue(link.isOpen(), kind + "/" + initiator + ": closed for " + link.closedFor());
+                assertEquals(1, launch.runtime.linkCount());
+            }
+        }
+    }
+
     @Test
     void silentlyDroppedPeerIsDetectedWithinTheKeepaliveTimeout() throws Exception {
         try (Launch launch = new Launch(Launch.Kind.TCP, Initiator.SUPERVISOR);
@@ -21,8 +34,8 @@ class KeepaliveTest {
                     .build();
             try (SupervisorLink link = throughHole.connect()) {
                 Launch.blocking(link).attach(Launch.attachRequest("a"));
-                // Idle longer than the ping interval: pings keep a healthy link up.
-                Thread.sleep(ProtocolLimits.KEEPALIVE_INTERVAL.plusSeconds(2).toMillis());
+                // Idle longer than the keepalive timeout: only answered pings keep a healthy link up.
+                Thread.sleep(ProtocolLimits.KEEPALIVE_TIMEOUT.plusSeconds(5).toMillis());
                 assertTrue(link.isOpen(), "an idle but healthy link must survive on pings");
                 assertEquals(1, launch.runtime.linkCount());
 

@@ -417,6 +417,17 @@ public final class SupervisorMain {
                                           java.time.Instant expiresAt) {
                     tokens.refresh(new TokenPair(gatewayToken, sandboxToken, credentialEpoch, expiresAt));
                 }
+
+                @Override
+                public openshell.isolation.ExecSession exec(openshell.isolation.ExecSpec spec) {
+                    // Only through the active backend's running boundary (invariant 4); before
+                    // startAgent there is none and the gateway gets a clear refusal.
+                    RunningBoundary boundary = running.get();
+                    if (boundary == null) {
+                        throw new BackendException(BackendException.Kind.UNAVAILABLE, "the agent has not started");
+                    }
+                    return boundary.exec().exec(spec);
+                }
             }));
         }
     }

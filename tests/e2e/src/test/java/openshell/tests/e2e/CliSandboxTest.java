@@ -160,7 +160,10 @@ class CliSandboxTest {
         state = tmp.resolve("home");
         assertEquals(0, cli("gateway", "start", "--background", "--port", "0").exit());
         Path policy = Files.writeString(tmp.resolve("policy.yaml"), POLICY);
+        // The workload (a mapped uid) must reach its workspace: JUnit's temp dir is 0700.
+        Files.setPosixFilePermissions(tmp, PosixFilePermissions.fromString("rwx--x--x"));
         Path workspace = Files.createDirectories(tmp.resolve("workspace"));
+        Files.setPosixFilePermissions(workspace, PosixFilePermissions.fromString("rwxrwxrwx"));
         Cli.Result created = cli("--output", "json", "sandbox", "create", "--policy", policy.toString(),
                 "--name", "job", "--workspace", workspace.toString(), "--", "/bin/sleep", "600");
         assertEquals(0, created.exit(), "sandbox create failed: " + created.out() + created.err()
