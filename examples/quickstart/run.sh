@@ -19,6 +19,7 @@ export JAVA_HOME
 
 echo "== building the CLI, the gateway and the two runtime images (first run: a few minutes)"
 ./mvnw -B -q -DskipTests -pl modules/openshell.cli,jlink/openshell-sandbox,jlink/openshell-supervisor -am package
+touch modules/openshell.cli/target/openshell-built.stamp  # ./openshell need not build again
 
 work=$(mktemp -d /tmp/openshell-quickstart.XXXXXX)
 chmod 0711 "$work"
