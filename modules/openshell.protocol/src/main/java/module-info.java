@@ -58,7 +58,11 @@
  *     nothing more is written on the stream. The supervisor sends no RST_STREAM once it
  *     ended its half, and keeps a reset stream known for a few seconds, since Helidon's
  *     client fails its connection on frames for a stream it no longer knows;</li>
- * <li>stream tasks still waiting when a link closes are interrupted.</li>
+ * <li>stream tasks still waiting when a link closes are interrupted;</li>
+ * <li>the client's {@code sendPing()} writes one shared static frame whose payload the
+ *     first write consumes, so every later keepalive ping went out broken and an idle link
+ *     died of PEER_SILENT: the supervisor writes a fresh PING frame each time, through the
+ *     same lock as every other frame.</li>
  * </ul>
  *
  * <h2>Tokens</h2>
