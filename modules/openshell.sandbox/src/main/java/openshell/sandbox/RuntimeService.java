@@ -13,12 +13,8 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
@@ -89,9 +85,8 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
     static final Duration MEDIATION_POLL = Duration.ofMillis(500);
 
     private static final System.Logger LOGGER = System.getLogger(RuntimeService.class.getName());
-    /** Platform threads for control operations (idle ones end after a minute); see onPlatformThread. */
-    private static final ExecutorService CONTROL_THREADS = Executors.newCachedThreadPool(
-            Thread.ofPlatform().daemon(true).name("runtime-control-", 0).factory());
+    /** Platform threads for control operations, at most {@link ControlThreads#MAX_CONTROL_THREADS}. */
+    private static final ControlThreads CONTROL_THREADS = new ControlThreads(ControlThreads.MAX_CONTROL_THREADS);
 
     private final RuntimeControl control;
     private final ControlLedger ledger;
@@ -124,21 +119,9 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
         observer.onCompleted();
     }
 
-    /**
-     * Runs a control operation on a platform thread while the calling (virtual) stream thread
-     * parks. Launches, waits and kills block in native calls through JNA, which would pin a
-     * virtual thread's carrier; with as many carriers as cores, a slow launch under load froze
-     * the link's reader until the keepalive declared the link lost.
-     */
+    /** Runs a control operation on a bounded platform thread; see {@link ControlThreads}. */
     private static <R> R onPlatformThread(Supplier<R> operation) {
-        try {
-            return CompletableFuture.supplyAsync(operation, CONTROL_THREADS).join();
-        } catch (CompletionException e) {
-            if (e.getCause() instanceof RuntimeException cause) {
-                throw cause;
-            }
-            throw new BackendException(BackendException.Kind.FAILED, "control operation failed: " + e.getCause());
-        }
+        return CONTROL_THREADS.run(operation);
     }
 
     static Status status(BackendException e) {
