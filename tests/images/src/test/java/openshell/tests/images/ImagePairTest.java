@@ -1,0 +1,193 @@
+package openshell.tests.images;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import openshell.driver.ComputeDriver;
+import openshell.driver.DriverEnvironment;
+import openshell.driver.DriverRegistry;
+import openshell.driver.LaunchMaterial;
+import openshell.driver.LaunchPlan;
+import openshell.driver.Provisioned;
+import openshell.isolation.AgentSpec;
+import openshell.isolation.PolicySnapshot;
+import openshell.isolation.SandboxContext;
+import openshell.isolation.SandboxId;
+import openshell.isolation.SandboxSessionId;
+import openshell.isolation.WorkloadIdentity;
+import openshell.protocol.LaunchBundles;
+import openshell.protocol.TokenIssuer;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Issue 8's smoke of the two images, as the process driver packages them: one sandbox whose
+ * supervisor and runtime are the jlink images' own JVMs (checked by their executables), the
+ * supervisor answering {@code /healthz}, {@code /readyz} and {@code /metrics}, and SIGTERM to the
+ * supervisor ending the agent, the supervisor and then the runtime, without a stack trace.
+ */
+class ImagePairTest {
+    /** Longest wait for the supervisor's ready line (two JVM starts and the runtime's probes on 2 loaded cores). */
+    private static final Duration READY_WAIT = Duration.ofSeconds(120);
+    /** Longest the supervisor may take to end after SIGTERM (it terminates the boundary first). */
+    private static final Duration SUPERVISOR_EXIT = Duration.ofSeconds(30);
+    /** Longest the runtime may outlive its supervisor: its supervisor-loss grace (30 s) or its linger, plus slack. */
+    private static final Duration RUNTIME_EXIT = Duration.ofSeconds(75);
+    private static final int WORKLOAD_ID = 1000;
+    private static final Pattern READY = Pattern.compile("\\{\"ready\":true,\"admin\":\"(http://127\\.0\\.0\\.1:\\d+)\"");
+
+    @Test
+    void theImagesRunASandboxAnswerTheirProbesAndEndOnSigterm() throws Exception {
+        if (!"root".equals(System.getProperty("user.name"))) {
+            fail("this test needs root: the process driver maps a private uid range for each sandbox");
+        }
+        Path sandboxImage = image("openshell.images.sandbox").toRealPath();
+        Path supervisorImage = image("openshell.images.supervisor").toRealPath();
+        Path work = Path.of(System.getProperty("openshell.images.work.dir"));
+        Files.createDirectories(work);
+        Path root = Files.createTempDirectory(work, "pair");
+        Files.setPosixFilePermissions(root, PosixFilePermissions.fromString("rwx--x--x"));
+        Path runRoot = Files.createDirectory(root.resolve("run"));
+        Files.setPosixFilePermissions(runRoot, PosixFilePermissions.fromString("rwx--x--x"));
+        Path stateRoot = Files.createDirectory(root.resolve("state"));
+        Path workspace = Files.createDirectory(root.resolve("workspace"));
+        Files.setPosixFilePermissions(workspace, PosixFilePermissions.fromString("rwxrwxrwx"));
+
+        String marker = Long.toString(600_000 + (System.nanoTime() & 0xffff));
+        List<String> argv = List.of("/bin/sleep", marker);
+        String policy = "version: 1\nnetwork_policies: {}\n";
+        SandboxId id = new SandboxId("img-" + Long.toHexString(System.nanoTime() & 0xffffff));
+        SandboxSessionId session = SandboxSessionId.fresh();
+        Map<String, String> env = Map.of("PATH", "/usr/bin:/bin", "HOME", workspace.toString());
+        TokenIssuer issuer = TokenIssuer.generate("openshell-gateway", "gateway-key-1", Clock.systemUTC());
+        LaunchBundles.Minted minted = LaunchBundles.mint(LaunchBundles.Request.builder().sandboxId(id.value())
+                .sessionId(session.value()).generation(1).policyYaml(policy)
+                .agent(new LaunchBundles.Agent(argv, env, workspace.toString()))
+                .workload(WORKLOAD_ID, WORKLOAD_ID).build(), issuer, 1);
+        ComputeDriver driver = DriverRegistry.load().driver("process", new DriverEnvironment(stateRoot, Map.of(
+                "supervisor.launcher", supervisorImage.resolve("bin/openshell-supervisor").toString(),
+                "runtime.launcher", sandboxImage.resolve("bin/openshell-sandbox").toString(),
+                "run.root", runRoot.toString())));
+        SandboxContext context = new SandboxContext(id, session, PolicySnapshot.of(1, policy.getBytes(StandardCharsets.UTF_8)),
+                new AgentSpec(argv, env, workspace.toString()), new WorkloadIdentity(WORKLOAD_ID, WORKLOAD_ID, List.of()));
+        Provisioned provisioned = driver.create(new LaunchPlan(context, 1,
+                LaunchMaterial.of(minted.supervisorBundle(), minted.runtimeBundle()), Map.of("workspace", workspace.toString())));
+        Path logs = stateRoot.resolve("process/sandboxes").resolve(id.value());
+        try {
+            String admin = awaitReady(logs);
+            // Both programs are the images' own JVMs, not the build's class path.
+            ProcessHandle supervisor = only(supervisorImage.resolve("bin/java"), id, logs);
+            ProcessHandle runtime = only(sandboxImage.resolve("bin/java"), id, logs);
+            // The runtime's own helpers (its workload launcher) end with it.
+            List<ProcessHandle> runtimeTree = java.util.stream.Stream.concat(java.util.stream.Stream.of(runtime),
+                    runtime.descendants()).toList();
+            assertTrue(agent(marker).isPresent(), "the agent runs" + dump(logs));
+
+            HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
+            assertEquals(200, get(http, admin + "/healthz").statusCode());
+            HttpResponse<String> ready = get(http, admin + "/readyz");
+            assertEquals(200, ready.statusCode(), ready.body());
+            HttpResponse<String> metrics = get(http, admin + "/metrics");
+            assertEquals(200, metrics.statusCode());
+            assertTrue(metrics.body().contains("openshell_"), metrics.body());
+
+            // What the two programs log from SIGTERM on (a link retried while starting may have logged before).
+            long supervisorMark = Files.size(logs.resolve("supervisor.log"));
+            long runtimeMark = Files.size(logs.resolve("runtime.log"));
+            supervisor.destroy();
+            assertTrue(await(supervisor, SUPERVISOR_EXIT), "the supervisor ended within " + SUPERVISOR_EXIT + " of SIGTERM" + dump(logs));
+            assertTrue(agent(marker).isEmpty(), "SIGTERM to the supervisor terminated the boundary: the agent is gone" + dump(logs));
+            for (ProcessHandle p : runtimeTree) {
+                assertTrue(await(p, RUNTIME_EXIT), "the runtime's process " + p.pid() + " " + p.info().commandLine().orElse("")
+                        + " ended within " + RUNTIME_EXIT + " of its supervisor" + dump(logs));
+            }
+            for (Map.Entry<String, Long> log : Map.of("supervisor.log", supervisorMark, "runtime.log", runtimeMark).entrySet()) {
+                byte[] all = Files.readAllBytes(logs.resolve(log.getKey()));
+                String text = new String(all, (int) (long) log.getValue(), all.length - (int) (long) log.getValue(), StandardCharsets.UTF_8);
+                assertFalse(text.contains("Exception in thread") || text.lines().anyMatch(l -> l.startsWith("\tat ")),
+                        log.getKey() + " shows a stack trace after SIGTERM: the image did not end cleanly" + dump(logs));
+            }
+        } finally {
+            driver.delete(id, provisioned.state());
+        }
+        assertFalse(Files.exists(runRoot.resolve(id.value())), "the run directory is gone");
+        assertTrue(agent(marker).isEmpty());
+    }
+
+    private static Path image(String property) {
+        Path image = Path.of(System.getProperty(property));
+        if (!Files.isDirectory(image.resolve("bin"))) {
+            fail("no runtime image at " + image + ": the jlink modules build it before this test (./mvnw -B verify)");
+        }
+        return image;
+    }
+
+    private static String awaitReady(Path logs) throws InterruptedException {
+        long deadline = System.nanoTime() + READY_WAIT.toNanos();
+        while (System.nanoTime() < deadline) {
+            Matcher m = READY.matcher(text(logs.resolve("supervisor.log")));
+            if (m.find()) {
+                return m.group(1);
+            }
+            Thread.sleep(100);
+        }
+        fail("the supervisor printed no ready line within " + READY_WAIT + dump(logs));
+        return "";
+    }
+
+    /** The one program of this sandbox (its id among the arguments) running the image's JVM. */
+    private static ProcessHandle only(Path executable, SandboxId id, Path logs) {
+        List<ProcessHandle> found = ProcessHandle.allProcesses()
+                .filter(p -> p.info().command().map(Path::of).filter(executable::equals).isPresent())
+                .filter(p -> p.info().arguments().map(a -> List.of(a).contains(id.value())).orElse(false)).toList();
+        assertEquals(1, found.size(), "exactly one program of " + id.value() + " runs " + executable + ": " + found + dump(logs));
+        return found.getFirst();
+    }
+
+    private static Optional<ProcessHandle> agent(String marker) {
+        return ProcessHandle.allProcesses().filter(ProcessHandle::isAlive)
+                .filter(p -> p.info().arguments().map(a -> List.of(a).contains(marker)).orElse(false)).findFirst();
+    }
+
+    private static boolean await(ProcessHandle process, Duration bound) throws InterruptedException {
+        long deadline = System.nanoTime() + bound.toNanos();
+        while (process.isAlive() && System.nanoTime() < deadline) {
+            Thread.sleep(100);
+        }
+        return !process.isAlive();
+    }
+
+    private static HttpResponse<String> get(HttpClient http, String url) throws IOException, InterruptedException {
+        return http.send(HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(10)).build(),
+                HttpResponse.BodyHandlers.ofString());
+    }
+
+    private static String dump(Path logs) {
+        return "\n--- supervisor.log\n" + text(logs.resolve("supervisor.log")) + "\n--- runtime.log\n" + text(logs.resolve("runtime.log"));
+    }
+
+    private static String text(Path file) {
+        try {
+            return Files.exists(file) ? Files.readString(file) : "";
+        } catch (IOException e) {
+            return "(unreadable: " + e.getMessage() + ")";
+        }
+    }
+}
