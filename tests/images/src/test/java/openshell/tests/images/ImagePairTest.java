@@ -58,8 +58,8 @@ class ImagePairTest {
         if (!"root".equals(System.getProperty("user.name"))) {
             fail("this test needs root: the process driver maps a private uid range for each sandbox");
         }
-        Path sandboxImage = image("openshell.images.sandbox").toRealPath();
-        Path supervisorImage = image("openshell.images.supervisor").toRealPath();
+        Path sandboxImage = ImageFiles.image("openshell-sandbox");
+        Path supervisorImage = ImageFiles.image("openshell-supervisor");
         Path work = Path.of(System.getProperty("openshell.images.work.dir"));
         Files.createDirectories(work);
         Path root = Files.createTempDirectory(work, "pair");
@@ -129,14 +129,6 @@ class ImagePairTest {
         }
         assertFalse(Files.exists(runRoot.resolve(id.value())), "the run directory is gone");
         assertTrue(agent(marker).isEmpty());
-    }
-
-    private static Path image(String property) {
-        Path image = Path.of(System.getProperty(property));
-        if (!Files.isDirectory(image.resolve("bin"))) {
-            fail("no runtime image at " + image + ": the jlink modules build it before this test (./mvnw -B verify)");
-        }
-        return image;
     }
 
     private static String awaitReady(Path logs) throws InterruptedException {

@@ -1,4 +1,4 @@
-package openshell.jlink;
+package openshell.tests.images;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
@@ -30,14 +30,25 @@ final class ImageFiles {
     private ImageFiles() {
     }
 
-    static Path image() {
-        Path image = Path.of(System.getProperty("openshell.image.dir"));
-        assertTrue(Files.isDirectory(image), "the build made no image at " + image);
+    /** @return the image {@code jlink/<name>} built, e.g. {@code openshell-sandbox} */
+    static Path image(String name) {
+        Path image = jlink().resolve(name).resolve("target").resolve(name);
+        assertTrue(Files.isDirectory(image.resolve("bin")), "the build made no image at " + image
+                + ": the jlink modules link it before this module's tests (./mvnw -B verify)");
         return image;
     }
 
-    static Path source(String name) {
-        return Path.of(System.getProperty("openshell.image.src")).resolve(name);
+    /** @return a file of the image's committed recipe, {@code jlink/<name>/src/image/<file>} */
+    static Path source(String name, String file) {
+        return jlink().resolve(name).resolve("src/image").resolve(file);
+    }
+
+    private static Path jlink() {
+        try {
+            return Path.of(System.getProperty("openshell.jlink.dir")).toRealPath();
+        } catch (IOException e) {
+            return fail("no jlink/ directory: " + e);
+        }
     }
 
     /** The modules the image's {@code release} file lists. */

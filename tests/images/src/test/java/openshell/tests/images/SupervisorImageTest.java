@@ -1,4 +1,4 @@
-package openshell.jlink;
+package openshell.tests.images;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -24,14 +24,14 @@ class SupervisorImageTest {
 
     @Test
     void theImageLinksExactlyTheCommittedJdkModules() throws IOException {
-        Set<String> expected = ImageFiles.committedList(ImageFiles.source("jdk-modules.txt"));
-        assertEquals(expected, ImageFiles.releaseModules(ImageFiles.image()),
+        Set<String> expected = ImageFiles.committedList(ImageFiles.source(NAME, "jdk-modules.txt"));
+        assertEquals(expected, ImageFiles.releaseModules(ImageFiles.image(NAME)),
                 "the image's JDK modules changed (a new dependency?): review, then update src/image/jdk-modules.txt");
     }
 
     @Test
     void theImageJavaHasOnlyTheReleaseModules() throws Exception {
-        Path image = ImageFiles.image();
+        Path image = ImageFiles.image(NAME);
         ImageFiles.Run run = ImageFiles.run(image, List.of(image.resolve("bin/java").toString(), "--list-modules"));
         assertEquals(0, run.status(), run.toString());
         Set<String> listed = new TreeSet<>();
@@ -41,7 +41,7 @@ class SupervisorImageTest {
 
     @Test
     void jdepsFindsNothingOutsideTheImage() throws Exception {
-        Path image = ImageFiles.image();
+        Path image = ImageFiles.image(NAME);
         ImageFiles.Run run = ImageFiles.run(image, List.of(Path.of(System.getProperty("java.home"), "bin", "jdeps").toString(),
                 "--print-module-deps", "--ignore-missing-deps", "--multi-release", "25", "--module-path", "app",
                 "--add-modules", "ALL-MODULE-PATH"));
@@ -52,7 +52,7 @@ class SupervisorImageTest {
 
     @Test
     void theSupervisorCarriesNoNativeCodeOfItsOwn() throws Exception {
-        Path image = ImageFiles.image();
+        Path image = ImageFiles.image(NAME);
         assertTrue(Files.notExists(image.resolve("lib/jna")), "the supervisor makes no native calls: no JNA");
         assertTrue(!Files.readString(image.resolve("conf/" + NAME + ".args")).contains("enable-native-access"));
         Set<String> inImage = new TreeSet<>();
@@ -70,7 +70,7 @@ class SupervisorImageTest {
 
     @Test
     void theModuleGraphResolves() throws Exception {
-        Path image = ImageFiles.image();
+        Path image = ImageFiles.image(NAME);
         ImageFiles.Run run = ImageFiles.run(image, List.of(image.resolve("bin/java").toString(), "--module-path=app",
                 "--add-modules", "openshell.supervisor", "--validate-modules"));
         assertEquals(0, run.status(), run.toString());
@@ -78,7 +78,7 @@ class SupervisorImageTest {
 
     @Test
     void theImageStartsSupervisorMain() throws Exception {
-        Path image = ImageFiles.image();
+        Path image = ImageFiles.image(NAME);
         // --dry-run: the JVM starts and loads the main class, then stops before main.
         ImageFiles.Run run = ImageFiles.run(image, List.of(image.resolve("bin/java").toString(), "--dry-run",
                 "@conf/" + NAME + ".args"));

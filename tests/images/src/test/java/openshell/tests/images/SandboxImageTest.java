@@ -1,6 +1,6 @@
-package openshell.jlink;
+package openshell.tests.images;
 
-import static openshell.jlink.ImageFiles.WAIT;
+import static openshell.tests.images.ImageFiles.WAIT;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -30,14 +30,14 @@ class SandboxImageTest {
 
     @Test
     void theImageLinksExactlyTheCommittedJdkModules() throws IOException {
-        Set<String> expected = ImageFiles.committedList(ImageFiles.source("jdk-modules.txt"));
-        assertEquals(expected, ImageFiles.releaseModules(ImageFiles.image()),
+        Set<String> expected = ImageFiles.committedList(ImageFiles.source(NAME, "jdk-modules.txt"));
+        assertEquals(expected, ImageFiles.releaseModules(ImageFiles.image(NAME)),
                 "the image's JDK modules changed (a new dependency?): review, then update src/image/jdk-modules.txt");
     }
 
     @Test
     void theImageJavaHasOnlyTheReleaseModules() throws Exception {
-        Path image = ImageFiles.image();
+        Path image = ImageFiles.image(NAME);
         ImageFiles.Run run = ImageFiles.run(image, List.of(image.resolve("bin/java").toString(), "--list-modules"));
         assertEquals(0, run.status(), run.toString());
         Set<String> listed = new TreeSet<>();
@@ -47,7 +47,7 @@ class SandboxImageTest {
 
     @Test
     void jdepsFindsNothingOutsideTheImage() throws Exception {
-        Path image = ImageFiles.image();
+        Path image = ImageFiles.image(NAME);
         ImageFiles.Run run = ImageFiles.run(image, List.of(Path.of(System.getProperty("java.home"), "bin", "jdeps").toString(),
                 "--print-module-deps", "--ignore-missing-deps", "--multi-release", "25", "--module-path", "app",
                 "--add-modules", "ALL-MODULE-PATH"));
@@ -59,7 +59,7 @@ class SandboxImageTest {
 
     @Test
     void everyNativeLibraryComesFromTheImageOrTheCLibrary() throws Exception {
-        Path image = ImageFiles.image();
+        Path image = ImageFiles.image(NAME);
         Set<String> inImage = new TreeSet<>();
         List<Path> elves = ImageFiles.elfFiles(image);
         elves.forEach(f -> inImage.add(f.getFileName().toString()));
@@ -77,7 +77,7 @@ class SandboxImageTest {
 
     @Test
     void theLauncherUsesNoProgramFromTheHost() throws IOException {
-        List<String> code = Files.readAllLines(ImageFiles.image().resolve("bin/" + NAME)).stream()
+        List<String> code = Files.readAllLines(ImageFiles.image(NAME).resolve("bin/" + NAME)).stream()
                 .filter(l -> !l.trim().startsWith("#") && !l.isBlank()).toList();
         // Builtins only: case, cd, unset, exec, echo, exit. Any other word at a command position
         // would be looked up on the host's PATH.
@@ -92,7 +92,7 @@ class SandboxImageTest {
 
     @Test
     void theHealthProbePassesThroughTheLauncherWithoutWarnings() throws Exception {
-        Path image = ImageFiles.image();
+        Path image = ImageFiles.image(NAME);
         List<String> command = new ArrayList<>(FENCED);
         command.addAll(List.of(image.resolve("bin/" + NAME).toString(), "--check"));
         ImageFiles.Run run = ImageFiles.run(Path.of("/"), command);
@@ -106,7 +106,7 @@ class SandboxImageTest {
 
     @Test
     void theHealthProbeFailsWhereTheNetworkHasAWayOut() throws Exception {
-        Path image = ImageFiles.image();
+        Path image = ImageFiles.image(NAME);
         ImageFiles.Run run = ImageFiles.run(Path.of("/"), List.of(image.resolve("bin/" + NAME).toString(), "--check"));
         assertEquals(70, run.status(), run.toString());
         assertTrue(run.err().contains("must hold only lo"), run.toString());
@@ -114,7 +114,7 @@ class SandboxImageTest {
 
     @Test
     void withoutAShellTheArgumentFileRunsAMovedImageWithItsAotCache() throws Exception {
-        Path image = ImageFiles.image();
+        Path image = ImageFiles.image(NAME);
         // Next to the image, so the copy can be hard links.
         Path moved = image.resolveSibling("moved-" + NAME);
         deleteTree(moved);
@@ -131,7 +131,7 @@ class SandboxImageTest {
 
     @Test
     void theLauncherBecomesTheJvmInTheImageAndSigtermEndsIt() throws Exception {
-        Path image = ImageFiles.image().toRealPath();
+        Path image = ImageFiles.image(NAME).toRealPath();
         // Without a launch bundle the runtime waits on standard input: a live process to stop.
         Process p = new ProcessBuilder(image.resolve("bin/" + NAME).toString(), "--sandbox", "sb-smoke", "--generation", "1",
                 "--channel", "/nonexistent/channel.sock", "--bundle-stdin").start();
