@@ -19,7 +19,19 @@ final class ResultsTable {
                 .append(machine.get("kernel")).append(", JDK ").append(machine.get("java")).append("; load average ")
                 .append(machine.get("load_before")).append(" before, ").append(machine.get("load_after"))
                 .append(" after (the machine is shared with other builds).\n\n");
-        List<?> records = (List<?>) doc.get("records");
+        List<?> all = (List<?>) doc.get("records");
+        java.util.Set<String> earlier = new java.util.TreeSet<>();
+        for (Object o : all) {
+            Object from = ((Map<?, ?>) o).get("from_run");
+            if (from != null) {
+                earlier.add(((Map<?, ?>) o).get("scenario") + ": " + from);
+            }
+        }
+        if (!earlier.isEmpty()) {
+            s.append("Merged (`--merge`): these scenarios come from an earlier full run of the same harness: ")
+                    .append(String.join("; ", earlier)).append(".\n\n");
+        }
+        List<?> records = all.stream().filter(o -> !((Map<?, ?>) o).containsKey("error")).toList();
         s.append("## Mediated against direct (same client, same server, interleaved A B A B)\n\n")
                 .append("| Scenario | Variant | Direct p50 / p95 / p99 (ms) | Mediated p50 / p95 / p99 (ms) | Direct | Mediated | Added p50 / ratio | Budget | Met |\n")
                 .append("|---|---|---|---|---|---|---|---|---|\n");
@@ -100,9 +112,15 @@ final class ResultsTable {
                 }
             }
         }
+        for (Object o : all) {
+            Map<?, ?> r = (Map<?, ?>) o;
+            if (r.containsKey("error")) {
+                s.append("\n**").append(r.get("scenario")).append(" failed**: ").append(r.get("error")).append('\n');
+            }
+        }
         List<?> violations = (List<?>) doc.get("violations");
-        s.append("\n## Correctness\n\n").append(violations.isEmpty() ? "No violations: every denied connection was refused, "
-                + "no leaked threads, fds or sockets after the soak.\n" : "Violations: " + violations + "\n");
+        s.append("\n## Correctness\n\n").append(violations.isEmpty() ? "No violations (the soak checks that every denied "
+                + "connection was refused with EACCES and that no threads, fds, sockets or children were left over).\n" : "Violations: " + violations + "\n");
         return s.toString();
     }
 
