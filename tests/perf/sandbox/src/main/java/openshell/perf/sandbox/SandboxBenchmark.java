@@ -33,7 +33,8 @@ import java.util.function.Function;
  * <pre>
  *   SandboxBenchmark --mode smoke|full --osperf FILE --cli-lib DIR --cli-jar JAR
  *       --supervisor-launcher FILE --runtime-launcher FILE --out FILE
- *       [--results-md FILE] [--decision-json FILE] [--only s1,s2]
+ *       [--results-md FILE] [--decision-json FILE] [--only s1,s2] [--merge EARLIER.json] [--keep true]
+ *   SandboxBenchmark --from SUBSET.json --only s1,s2 --merge EARLIER.json --out FILE [--results-md FILE]
  * </pre>
  */
 public final class SandboxBenchmark {
@@ -171,6 +172,9 @@ public final class SandboxBenchmark {
     }
 
     private int run() throws Exception {
+        if (options.containsKey("--from")) {
+            return render();
+        }
         Instant started = Instant.now();
         String loadBefore = loadAverage();
         Path out = Path.of(required("--out")).toAbsolutePath();
@@ -275,6 +279,36 @@ public final class SandboxBenchmark {
     }
 
     /**
+     * No measurement: the records of {@code --from FILE} for the selected scenarios, merged with
+     * {@code --merge FILE} for the rest, written as JSON and Markdown (a subset re-run joined
+     * with the earlier full run).
+     */
+    private int render() throws IOException {
+        Map<String, Object> doc = Json.object(Files.readString(Path.of(options.get("--from"))));
+        for (Object o : (List<?>) doc.get("records")) {
+            @SuppressWarnings("unchecked")
+            Map<String, Object> r = (Map<String, Object>) o;
+            if (selected(r.get("scenario").toString())) {
+                records.add(r);
+            }
+        }
+        for (Object v : (List<?>) doc.get("violations")) {
+            if (selected(subject(v.toString()))) {
+                violations.add(v.toString());
+            }
+        }
+        doc.put("records", merged());
+        doc.put("violations", violations);
+        Path out = Path.of(required("--out")).toAbsolutePath();
+        Files.createDirectories(out.getParent());
+        Files.writeString(out, Json.write(doc));
+        if (options.containsKey("--results-md")) {
+            Files.writeString(Path.of(options.get("--results-md")), ResultsTable.markdown(doc));
+        }
+        return ((List<?>) doc.get("violations")).isEmpty() ? 0 : 1;
+    }
+
+    /**
      * This run's records, plus those of an earlier run ({@code --merge FILE}) for scenarios this
      * run did not select: a subset can be re-run without losing the rest of the table.
      */
@@ -291,9 +325,19 @@ public final class SandboxBenchmark {
                     out.add(r);
                 }
             }
+            for (Object v : (List<?>) doc.get("violations")) {
+                if (!selected(subject(v.toString()))) {
+                    violations.add(v.toString());
+                }
+            }
         }
         out.addAll(records);
         return out;
+    }
+
+    /** The scenario a violation message is about: its first word. */
+    private static String subject(String violation) {
+        return violation.split("[ :]", 2)[0];
     }
 
     private boolean network() {
