@@ -382,7 +382,7 @@ public final class SandboxBenchmark {
     // ---- network scenarios ----
 
     private void scenarios() throws Exception {
-        int connectOps = full ? CONNECT_OPS : 200;
+        int connectOps = count("--connect-ops", full ? CONNECT_OPS : 200);
         if (selected("tcp-connect")) {
             for (int c : new int[] {1, 16}) {
                 ab("tcp-connect", "concurrency " + c, side -> List.of("connect", address, str(echoPort),
@@ -391,19 +391,24 @@ public final class SandboxBenchmark {
         }
         if (selected("tcp-rr")) {
             ab("tcp-rr", "64-byte request/response, one connection", side -> List.of("rr", address, str(echoPort),
-                    str((full ? RR_OPS : 200) / ROUNDS), "64", str(full ? WARMUP_OPS : 20)), RR_ADDED_MS);
+                    str(count("--rr-ops", full ? RR_OPS : 200) / ROUNDS), "64", str(full ? WARMUP_OPS : 20)), RR_ADDED_MS);
         }
         if (selected("tcp-stream")) {
             for (int c : new int[] {1, 8}) {
                 ab("tcp-stream", c + (c == 1 ? " connection" : " connections"), side -> List.of("stream", address, str(sinkPort),
-                        str(full ? STREAM_BYTES : STREAM_BYTES / 64), str(c)), c == 1 ? STREAM_RATIO : Double.NaN);
+                        str(count("--stream-mib", (int) ((full ? STREAM_BYTES : STREAM_BYTES / 64) >> 20)) * 1048576L), str(c)), c == 1 ? STREAM_RATIO : Double.NaN);
             }
         }
         if (selected("dns")) {
             String resolver = hostResolver();
             ab("dns", "A " + DNS_NAME + " (direct: " + resolver + ")", side -> List.of("dns", side ? SANDBOX_RESOLVER : resolver,
-                    DNS_NAME, str((full ? DNS_OPS : 50) / ROUNDS), str(full ? 50 : 5)), DNS_ADDED_MS);
+                    DNS_NAME, str(count("--dns-ops", full ? DNS_OPS : 50) / ROUNDS), str(full ? 50 : 5)), DNS_ADDED_MS);
         }
+    }
+
+    /** An operation count: the option if given (a smaller run while the mediation stall stands), else the default. */
+    private int count(String option, int fallback) {
+        return Integer.parseInt(options.getOrDefault(option, Integer.toString(fallback)));
     }
 
     private static String str(long v) {
@@ -633,7 +638,13 @@ public final class SandboxBenchmark {
             } finally {
                 Files.writeString(release, "go");
                 for (ClientRun h : holds) {
-                    h.awaitExit();
+                    try {
+                        h.awaitExit();
+                    } catch (IOException e) {
+                        // Reported, not thrown: it must not hide why the level failed.
+                        log("scale: " + e.getMessage());
+                        violations.add("scale: a hold did not end cleanly: " + e.getMessage());
+                    }
                 }
             }
         }
