@@ -12,7 +12,9 @@
  *   osperf stream HOST PORT BYTES CONNS                 bulk send to the sink, acknowledged at end
  *   osperf dns SERVER NAME OPS WARMUP                   A queries over UDP
  *   osperf hold HOST PORT N RELEASE_FILE MAX_S          open N connections, hold until the file exists
- *   osperf rate HOST PORT DENY_PORT RATE SECONDS THREADS  paced connect/echo/close; every 10th to DENY_PORT
+ *   osperf rate HOST PORT DENY_PORT RATE SECONDS THREADS [START_FILE]
+ *                                                       paced connect/echo/close; every 10th to DENY_PORT;
+ *                                                       after ready, waits (up to 300 s) for START_FILE
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -619,7 +621,7 @@ static void *rate_worker(void *p) {
     return NULL;
 }
 
-static int run_rate(const char *host, int port, int deny_port, double rate, int seconds, int threads) {
+static int run_rate(const char *host, int port, int deny_port, double rate, int seconds, int threads, const char *start) {
     if (threads < 1 || threads > MAX_THREADS) {
         threads = 1;
     }
@@ -630,6 +632,13 @@ static int run_rate(const char *host, int port, int deny_port, double rate, int 
         die("warm-up connect");
     }
     ready("rate");
+    if (start) {
+        struct stat st;
+        long long until = now_ns() + 300LL * 1000000000LL;
+        while (stat(start, &st) != 0 && now_ns() < until) {
+            usleep(20000);
+        }
+    }
     long cap = (long) (rate * seconds / threads) + 16;
     long long t0 = now_ns();
     for (int k = 0; k < threads; k++) {
@@ -689,8 +698,9 @@ int main(int argc, char **argv) {
     if (argc == 7 && !strcmp(argv[1], "hold")) {
         return run_hold(argv[2], atoi(argv[3]), atol(argv[4]), argv[5], atoi(argv[6]));
     }
-    if (argc == 8 && !strcmp(argv[1], "rate")) {
-        return run_rate(argv[2], atoi(argv[3]), atoi(argv[4]), atof(argv[5]), atoi(argv[6]), atoi(argv[7]));
+    if ((argc == 8 || argc == 9) && !strcmp(argv[1], "rate")) {
+        return run_rate(argv[2], atoi(argv[3]), atoi(argv[4]), atof(argv[5]), atoi(argv[6]), atoi(argv[7]),
+                        argc == 9 ? argv[8] : NULL);
     }
     fprintf(stderr, "usage: see the comment at the top of osperf.c\n");
     return 2;

@@ -4,6 +4,9 @@ import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -17,6 +20,8 @@ import java.util.concurrent.TimeUnit;
  */
 final class ClientRun {
     private static final Object END = new Object();
+    /** How often an agent's output file is read. */
+    private static final Duration AGENT_POLL = Duration.ofMillis(20);
 
     private final String what;
     private final long deadline;
@@ -52,9 +57,49 @@ final class ClientRun {
             try (InputStream in = p.getInputStream()) {
                 int n;
                 while ((n = in.read(buf)) > 0) {
-                    run.stdout(java.util.Arrays.copyOf(buf, n), started);
+                    run.stdout(Arrays.copyOf(buf, n), started);
                 }
                 run.exit(p.waitFor());
+            } catch (IOException e) {
+                run.fail(e.toString());
+            } catch (InterruptedException e) {
+                run.fail("interrupted");
+            }
+        });
+        return run;
+    }
+
+    /**
+     * Follows osperf's output written to a file by a sandbox's agent ({@code sh -c 'exec osperf
+     * ... >FILE'}): used where a long exec stream does not survive the run (tests/perf/README.md).
+     * The run ends at the first result or error line.
+     */
+    static ClientRun agentFile(String what, Path file, Duration deadline) {
+        ClientRun run = new ClientRun(what, deadline);
+        long started = System.nanoTime();
+        Thread.ofVirtual().start(() -> {
+            long offset = 0;
+            StringBuilder seen = new StringBuilder();
+            try {
+                while (System.nanoTime() - run.deadline < 0) {
+                    if (Files.exists(file)) {
+                        byte[] all = Files.readAllBytes(file);
+                        if (all.length > offset) {
+                            byte[] fresh = Arrays.copyOfRange(all, (int) offset, all.length);
+                            offset = all.length;
+                            run.stdout(fresh, started);
+                            seen.append(new String(fresh, StandardCharsets.UTF_8));
+                            if (seen.indexOf("\"result\"") >= 0 || seen.indexOf("\"error\"") >= 0) {
+                                // the result line is complete once its newline arrived
+                                if (seen.charAt(seen.length() - 1) == '\n') {
+                                    run.exit(0);
+                                    return;
+                                }
+                            }
+                        }
+                    }
+                    Thread.sleep(AGENT_POLL);
+                }
             } catch (IOException e) {
                 run.fail(e.toString());
             } catch (InterruptedException e) {

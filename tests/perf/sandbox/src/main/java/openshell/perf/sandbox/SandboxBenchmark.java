@@ -103,6 +103,9 @@ public final class SandboxBenchmark {
     private long deniedPort;
     private String policy;
     private String netSandbox;
+    // The mediated side runs as a sandbox's agent writing to a file, not through exec: many short
+    // mediated connections break a concurrent exec stream at this commit (tests/perf/README.md).
+    private boolean agentSide;
 
     private SandboxBenchmark(Map<String, String> options) {
         this.options = options;
@@ -372,6 +375,17 @@ public final class SandboxBenchmark {
                 """.formatted(address, echoPort, sinkPort, DNS_NAME, osperf);
     }
 
+    /** A sandbox whose agent is osperf, its output to a file in the workspace; the file tells when it runs. */
+    private String startAgent(String name, List<String> argv, Path output) throws IOException, InterruptedException {
+        // The agent stays (sleep) after the client, so the sandbox and its processes outlive the run.
+        StringBuilder cmd = new StringBuilder();
+        argv.forEach(a -> cmd.append(a).append(' '));
+        cmd.append(">").append(output).append(" 2>&1; exec /bin/sleep 600");
+        String id = gateway.create(name, policy, workspace, List.of("/bin/sh", "-c", cmd.toString()));
+        sandboxes.add(id);
+        return id;
+    }
+
     private String createRunning(String name) throws IOException, InterruptedException {
         String id = gateway.create(name, policy, workspace, List.of("/bin/sleep", "infinity"));
         sandboxes.add(id);
@@ -385,20 +399,24 @@ public final class SandboxBenchmark {
         int connectOps = count("--connect-ops", full ? CONNECT_OPS : 200);
         if (selected("tcp-connect")) {
             for (int c : new int[] {1, 16}) {
+                agentSide = true;
                 ab("tcp-connect", "concurrency " + c, side -> List.of("connect", address, str(echoPort),
                         str(connectOps / ROUNDS), str(c), str(full ? WARMUP_OPS : 20)), CONNECT_ADDED_MS);
             }
         }
+        agentSide = false;
         if (selected("tcp-rr")) {
             ab("tcp-rr", "64-byte request/response, one connection", side -> List.of("rr", address, str(echoPort),
                     str(count("--rr-ops", full ? RR_OPS : 200) / ROUNDS), "64", str(full ? WARMUP_OPS : 20)), RR_ADDED_MS);
         }
         if (selected("tcp-stream")) {
+            agentSide = true;
             for (int c : new int[] {1, 8}) {
                 ab("tcp-stream", c + (c == 1 ? " connection" : " connections"), side -> List.of("stream", address, str(sinkPort),
                         str(count("--stream-mib", (int) ((full ? STREAM_BYTES : STREAM_BYTES / 64) >> 20)) * 1048576L), str(c)), c == 1 ? STREAM_RATIO : Double.NaN);
             }
         }
+        agentSide = false;
         if (selected("dns")) {
             String resolver = hostResolver();
             ab("dns", "A " + DNS_NAME + " (direct: " + resolver + ")", side -> List.of("dns", side ? SANDBOX_RESOLVER : resolver,
@@ -424,6 +442,10 @@ public final class SandboxBenchmark {
         log(scenario + " / " + variant);
         // A fresh sandbox per variant: a mediation failure in one (see tests/perf/README.md) cannot
         // spill into the next, and every variant starts from the same state.
+        if (agentSide) {
+            abRounds(scenario, variant, args, budget);
+            return;
+        }
         netSandbox = createRunning("perf-net-" + records.size());
         try {
             abRounds(scenario, variant, args, budget);
@@ -442,11 +464,26 @@ public final class SandboxBenchmark {
                 List<String> argv = new ArrayList<>();
                 argv.add(osperf.toString());
                 argv.addAll(args.apply(mediated));
-                ClientRun run = mediated ? gateway.exec(netSandbox, argv, RUN_DEADLINE) : ClientRun.host(argv, RUN_DEADLINE);
-                run.await("ready");
-                Map<String, Object> result = run.await("result");
-                run.awaitExit();
-                sides.get(mediated).add(result);
+                String agent = null;
+                ClientRun run;
+                if (mediated && agentSide) {
+                    Path output = workspace.resolve("agent-" + records.size() + "-" + round + ".jsonl");
+                    agent = startAgent("perf-agent-" + records.size() + "-" + round, argv, output);
+                    run = ClientRun.agentFile("agent " + agent + ": " + String.join(" ", argv), output, RUN_DEADLINE);
+                } else {
+                    run = mediated ? gateway.exec(netSandbox, argv, RUN_DEADLINE) : ClientRun.host(argv, RUN_DEADLINE);
+                }
+                try {
+                    run.await("ready");
+                    Map<String, Object> result = run.await("result");
+                    run.awaitExit();
+                    sides.get(mediated).add(result);
+                } finally {
+                    if (agent != null) {
+                        gateway.delete(agent);
+                        sandboxes.remove(agent);
+                    }
+                }
             }
         }
         Map<String, Object> direct = sides.get(false).json(scenario);
@@ -589,7 +626,7 @@ public final class SandboxBenchmark {
         Map<Integer, Double> createP50 = new LinkedHashMap<>();
         double firstPerSandbox = Double.NaN;
         double lastPerSandbox = Double.NaN;
-        for (int level : levels) {
+        for (int level : selected("scale") ? levels : new int[0]) {
             List<Long> creates = new ArrayList<>();
             while (running.size() < level) {
                 long t = System.nanoTime();
@@ -658,20 +695,38 @@ public final class SandboxBenchmark {
             budget(r, "create latency flat within " + pct(CREATE_FLAT), Math.abs(last / first - 1) <= CREATE_FLAT);
             records.add(r);
         }
-        if (selected("soak")) {
-            soak(running.subList(0, 1), SOAK_RATE);
-            soak(running, SOAK_RATE / running.size());
-        }
         for (String id : running) {
             gateway.delete(id);
             sandboxes.remove(id);
         }
+        if (selected("soak")) {
+            guarded("soak", () -> soak(1, SOAK_RATE));
+            guarded("soak", () -> soak(levels[levels.length - 1], SOAK_RATE / levels[levels.length - 1]));
+        }
     }
 
-    /** Paced connects (every tenth to the denied port) in each sandbox at once, then leak checks. */
-    private void soak(List<String> ids, int ratePerSandbox) throws Exception {
+    /**
+     * Paced connects (every tenth to the denied port) in {@code count} fresh sandboxes at once,
+     * then leak checks. The client is each sandbox's agent (see {@link #agentSide}); it waits
+     * after its ready line until the harness has read the before-counts.
+     */
+    private void soak(int count, int ratePerSandbox) throws Exception {
         int seconds = full ? SOAK_SECONDS : 3;
-        log("soak: " + ids.size() + " sandbox(es) at " + ratePerSandbox + " connects/s each for " + seconds + " s");
+        log("soak: " + count + " sandbox(es) at " + ratePerSandbox + " connects/s each for " + seconds + " s");
+        Path go = workspace.resolve("soak-go-" + count);
+        List<String> ids = new ArrayList<>();
+        List<ClientRun> runs = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            Path output = workspace.resolve("soak-" + count + "-" + i + ".jsonl");
+            List<String> argv = List.of(osperf.toString(), "rate", address, str(echoPort), str(deniedPort), str(ratePerSandbox),
+                    str(seconds), str(Math.min(SOAK_THREADS, Math.max(2, ratePerSandbox / 50))), go.toString());
+            String id = startAgent("perf-soak-" + count + "-" + i, argv, output);
+            ids.add(id);
+            runs.add(ClientRun.agentFile("soak agent " + id, output, RUN_DEADLINE));
+        }
+        for (ClientRun run : runs) {
+            run.await("ready");
+        }
         Map<String, SandboxProcesses> procs = new LinkedHashMap<>();
         Map<String, List<SandboxProcesses.Holdings>> before = new LinkedHashMap<>();
         for (String id : ids) {
@@ -679,12 +734,7 @@ public final class SandboxBenchmark {
             procs.put(id, p);
             before.put(id, List.of(SandboxProcesses.holdings(p.supervisor()), SandboxProcesses.holdings(p.runtime())));
         }
-        List<ClientRun> runs = new ArrayList<>();
-        for (String id : ids) {
-            runs.add(gateway.exec(id, List.of(osperf.toString(), "rate", address, str(echoPort), str(deniedPort),
-                    str(ratePerSandbox), str(seconds), str(Math.min(SOAK_THREADS, Math.max(2, ratePerSandbox / 50)))),
-                    RUN_DEADLINE));
-        }
+        Files.writeString(go, "go");
         long ok = 0;
         long failed = 0;
         long deniedConnected = 0;
@@ -777,6 +827,10 @@ public final class SandboxBenchmark {
             violations.add("soak: " + leaks.size() + " process(es) kept more threads, fds or sockets than before: " + leaks);
         }
         records.add(r);
+        for (String id : ids) {
+            gateway.delete(id);
+            sandboxes.remove(id);
+        }
     }
 
     private static boolean grew(SandboxProcesses.Holdings before, SandboxProcesses.Holdings after) {
