@@ -18,7 +18,8 @@ final class ResultsTable {
                 .append(machine.get("cpu")).append("), ").append(machine.get("memory_gib")).append(" GiB, kernel ")
                 .append(machine.get("kernel")).append(", JDK ").append(machine.get("java")).append("; load average ")
                 .append(machine.get("load_before")).append(" before, ").append(machine.get("load_after"))
-                .append(" after (the machine is shared with other builds).\n\n");
+                .append(" after (the machine is shared with other builds).\n\nWhy the budgets are missed, the defects found "
+                        + "and the recommended design changes: tests/perf/README.md, section sandbox.\n\n");
         List<?> all = (List<?>) doc.get("records");
         java.util.Set<String> earlier = new java.util.TreeSet<>();
         for (Object o : all) {
@@ -120,7 +121,8 @@ final class ResultsTable {
         }
         List<?> violations = (List<?>) doc.get("violations");
         s.append("\n## Correctness\n\n").append(violations.isEmpty() ? "No violations (the soak checks that every denied "
-                + "connection was refused with EACCES and that no threads, fds, sockets or children were left over).\n" : "Violations: " + violations + "\n");
+                + "connection was refused with EACCES and that no threads, fds, sockets or children were left over).\n" : "Violations:\n\n");
+        violations.forEach(v -> s.append("- ").append(v).append('\n'));
         return s.toString();
     }
 
