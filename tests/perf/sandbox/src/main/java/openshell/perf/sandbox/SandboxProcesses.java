@@ -1,0 +1,110 @@
+package openshell.perf.sandbox;
+
+import java.io.IOException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The supervisor and runtime processes of one sandbox, found in {@code /proc} by the sandbox id
+ * on their command lines (the process driver passes {@code --sandbox ID} to both), and what they
+ * hold: resident memory, threads, file descriptors and sockets.
+ */
+record SandboxProcesses(long supervisor, long runtime) {
+    /** The runtime's main class arguments file in its image; its launcher wrapper is not counted. */
+    private static final String RUNTIME_MARK = "openshell-sandbox.args";
+    private static final String SUPERVISOR_MARK = "openshell-supervisor.args";
+
+    static SandboxProcesses of(String sandboxId) throws IOException {
+        long supervisor = -1;
+        long runtime = -1;
+        try (DirectoryStream<Path> procs = Files.newDirectoryStream(Path.of("/proc"), p -> p.getFileName().toString().matches("\\d+"))) {
+            for (Path p : procs) {
+                String cmd;
+                try {
+                    cmd = new String(Files.readAllBytes(p.resolve("cmdline"))).replace('\0', ' ');
+                } catch (IOException e) {
+                    continue; // exited meanwhile
+                }
+                if (!cmd.contains("--sandbox " + sandboxId + " ")) {
+                    continue;
+                }
+                long pid = Long.parseLong(p.getFileName().toString());
+                if (cmd.contains(SUPERVISOR_MARK)) {
+                    supervisor = pid;
+                } else if (cmd.contains(RUNTIME_MARK)) {
+                    runtime = pid;
+                }
+            }
+        }
+        if (supervisor < 0 || runtime < 0) {
+            throw new IOException("supervisor or runtime of " + sandboxId + " not found in /proc (supervisor " + supervisor
+                    + ", runtime " + runtime + ")");
+        }
+        return new SandboxProcesses(supervisor, runtime);
+    }
+
+    /** What one process holds right now. */
+    record Holdings(double rssMib, long threads, long fds, long sockets, long children) {
+        Map<String, Object> json() {
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("rss_mib", rssMib);
+            m.put("threads", threads);
+            m.put("fds", fds);
+            m.put("sockets", sockets);
+            m.put("children", children);
+            return m;
+        }
+    }
+
+    static Holdings holdings(long pid) throws IOException {
+        Path proc = Path.of("/proc", Long.toString(pid));
+        double rss = 0;
+        long threads = 0;
+        for (String line : Files.readAllLines(proc.resolve("status"))) {
+            if (line.startsWith("VmRSS:")) {
+                rss = Long.parseLong(line.replaceAll("\\D", "")) / 1024.0;
+            } else if (line.startsWith("Threads:")) {
+                threads = Long.parseLong(line.replaceAll("\\D", ""));
+            }
+        }
+        long fds = 0;
+        long sockets = 0;
+        try (DirectoryStream<Path> ds = Files.newDirectoryStream(proc.resolve("fd"))) {
+            for (Path fd : ds) {
+                fds++;
+                try {
+                    if (Files.readSymbolicLink(fd).toString().startsWith("socket:")) {
+                        sockets++;
+                    }
+                } catch (IOException e) {
+                    // closed meanwhile
+                }
+            }
+        }
+        return new Holdings(Math.round(rss * 10) / 10.0, threads, fds, sockets, children(pid).size());
+    }
+
+    static List<Long> children(long pid) throws IOException {
+        List<Long> out = new ArrayList<>();
+        try (DirectoryStream<Path> tasks = Files.newDirectoryStream(Path.of("/proc", Long.toString(pid), "task"))) {
+            for (Path t : tasks) {
+                try {
+                    String c = Files.readString(t.resolve("children")).trim();
+                    if (!c.isEmpty()) {
+                        for (String s : c.split("\\s+")) {
+                            out.add(Long.parseLong(s));
+                        }
+                    }
+                } catch (IOException e) {
+                    // thread ended
+                }
+            }
+        }
+        return out;
+    }
+}
