@@ -33,6 +33,7 @@ import openshell.isolation.SandboxSessionId;
 import openshell.isolation.TopologyDescriptor;
 import openshell.isolation.VerifiedTopologyDescriptor;
 import openshell.isolation.WorkloadIdentity;
+import openshell.isolation.WorkloadTrust;
 import openshell.policy.Policy;
 import openshell.policy.PolicyException;
 import openshell.policy.PolicyGeneration;
@@ -264,16 +265,18 @@ public final class SupervisorMain {
                 VerifiedTopologyDescriptor descriptor = registry.verify(TopologyDescriptor.of(BACKEND,
                         arguments.channel().toString().getBytes(StandardCharsets.UTF_8)), BACKEND);
                 IsolationBackend backend = registry.backend(descriptor);
-                SandboxContext context = new SandboxContext(new SandboxId(bundle.sandboxId()),
+                SandboxId sandboxId = new SandboxId(bundle.sandboxId());
+                // Built before attach: its interception CA is what the runtime adds to the workload's trust store.
+                mediation = mediation(sandboxId, audit);
+                SandboxContext context = new SandboxContext(sandboxId,
                         new SandboxSessionId(bundle.sessionId()), PolicySnapshot.of(1, bundle.policyYaml()),
                         new AgentSpec(bundle.agent().argv(), bundle.agent().environment(), bundle.agent().workingDirectory()),
-                        new WorkloadIdentity(bundle.workloadUid(), bundle.workloadGid(), List.of(bundle.workloadGid())));
+                        new WorkloadIdentity(bundle.workloadUid(), bundle.workloadGid(), List.of(bundle.workloadGid())),
+                        WorkloadTrust.ofPem(mediation.interceptionCaPem()));
                 BoundBoundary bound = attach(backend, descriptor, context, attachDeadline);
                 attached.set(true);
                 attachWatch.interrupt();
                 NetworkMediationSource source = bound.mediation();
-                mediation = SandboxMediation.builder().sandbox(context.sandboxId()).policies(policies)
-                        .credentials(credentials).audit(audit).build();
                 mediation.start(source);
                 ReadyBoundary ready = bound.confirm();
                 if (!ready.evidence().directEgressFailed()) {
@@ -328,6 +331,17 @@ public final class SupervisorMain {
                     // Shutting down already: the hook runs terminate(), which is idempotent.
                 }
             }
+        }
+
+        /**
+         * The sandbox's mediation with the operator's trusted configuration from the bundle: host
+         * aliases and the extra upstream trust anchors (never anything from the policy).
+         */
+        private SandboxMediation mediation(SandboxId sandboxId, AuditSink audit) {
+            return SandboxMediation.builder().sandbox(sandboxId).policies(policies).credentials(credentials).audit(audit)
+                    .aliases(HostAliases.of(bundle.hostAliases()))
+                    .upstreamTls(UpstreamTrust.context(bundle.upstreamAuthorities()))
+                    .build();
         }
 
         /**
