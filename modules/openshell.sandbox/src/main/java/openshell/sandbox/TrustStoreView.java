@@ -147,8 +147,9 @@ final class TrustStoreView {
         if (!text.isEmpty() && !text.endsWith("\n")) {
             out.append('\n');
         }
-        out.append("# OpenShell sandbox interception CA, added by openshell-sandbox for this sandbox only\n");
-        out.append(trust.pem());
+        out.append("# added by openshell-sandbox for this sandbox only:");
+        trust.parse().forEach(c -> out.append(" [").append(c.getSubjectX500Principal().getName()).append(']'));
+        out.append('\n').append(trust.pem());
         return out.toString();
     }
 

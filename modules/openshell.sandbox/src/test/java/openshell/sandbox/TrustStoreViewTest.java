@@ -51,11 +51,12 @@ class TrustStoreViewTest {
         assertEquals(List.of("trust-0.pem->ca-certificates.crt", "trust-1.pem->tls-ca-bundle.pem"), covered);
         assertEquals(List.of(debian, alias, fedora), installed.covered());
         String first = Files.readString(runtime.resolve("trust-0.pem"));
-        assertTrue(first.startsWith("-----BEGIN CERTIFICATE-----\nSYSTEM\n-----END CERTIFICATE-----\n# OpenShell"), first);
+        assertTrue(first.startsWith("-----BEGIN CERTIFICATE-----\nSYSTEM\n-----END CERTIFICATE-----\n"
+                + "# added by openshell-sandbox for this sandbox only: [CN=isolation test CA]\n-----BEGIN"), first);
         assertTrue(first.endsWith(CA), first);
         assertEquals("rw-r--r--", java.nio.file.attribute.PosixFilePermissions.toString(
                 Files.getPosixFilePermissions(runtime.resolve("trust-0.pem"))));
-        assertTrue(Files.readString(runtime.resolve("trust-1.pem")).startsWith("# OpenShell"));
+        assertTrue(Files.readString(runtime.resolve("trust-1.pem")).startsWith("# added by openshell-sandbox"));
         for (String variable : TrustStoreView.VARIABLES) {
             assertEquals(debian.toString(), installed.environment().get(variable), variable);
         }
