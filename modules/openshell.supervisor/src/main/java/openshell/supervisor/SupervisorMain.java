@@ -61,6 +61,11 @@ import openshell.supervisor.spi.GatewaySessionClient;
  * loopback and prints one JSON readiness line on standard output. Audit lines go to standard
  * error (or the audit file). It exits with the agent's status (128 + signal when signalled), or
  * on SIGTERM after terminating the boundary first.
+ *
+ * <p>The bundle's operator host aliases and upstream trust anchors (trusted gateway configuration)
+ * configure the mediation, which is built before attach: its per-sandbox interception CA goes into
+ * the {@link SandboxContext}'s workload trust, which the backend installs in the workload's trust
+ * store before the agent starts.
  */
 public final class SupervisorMain {
     /** Exit status for bad arguments, bundle or policy. */
