@@ -25,25 +25,33 @@ export JAVA_HOME
 HTTP_PORT=18080
 HTTPS_PORT=18443
 
-echo "== building the CLI, the gateway and the two runtime images (first run: a few minutes)"
-./mvnw -B -q -DskipTests -pl modules/openshell.cli,jlink/openshell-sandbox,jlink/openshell-supervisor -am package
-touch modules/openshell.cli/target/openshell-built.stamp  # ./openshell need not build again
-
 work=$(mktemp -d /tmp/openshell-quickstart.XXXXXX)
 chmod 0711 "$work"
+echo "== building the CLI, the gateway and the two runtime images (first run: a few minutes)"
+if ! ./mvnw -B -q -DskipTests -pl modules/openshell.cli,jlink/openshell-sandbox,jlink/openshell-supervisor -am package \
+    >"$work/build.log" 2>&1; then
+  cat "$work/build.log" >&2
+  echo "quickstart: the build failed (output above)" >&2
+  rm -rf "$work"
+  exit 1
+fi
+touch modules/openshell.cli/target/openshell-built.stamp  # ./openshell need not build again
 export OPENSHELL_HOME="$work/home"
 export OPENSHELL_SUPERVISOR_LAUNCHER="$root/jlink/openshell-supervisor/target/openshell-supervisor/bin/openshell-supervisor"
 export OPENSHELL_RUNTIME_LAUNCHER="$root/jlink/openshell-sandbox/target/openshell-sandbox/bin/openshell-sandbox"
 upstream_pid=
 failures=0
+started=0  # once the CLI may have started something, cleanup asks it to stop and delete
 cleanup() {
   if [ "$failures" -ne 0 ] && [ -d "$OPENSHELL_HOME" ]; then
     echo "== logs (kept for the failure above)" >&2
     find "$OPENSHELL_HOME" -name '*.log' -exec sh -c 'echo "--- $1"; tail -n 40 "$1"' _ {} \; >&2
   fi
-  ./openshell sandbox delete quickstart >/dev/null 2>&1 || true
-  ./openshell provider delete demo >/dev/null 2>&1 || true
-  ./openshell gateway stop >/dev/null 2>&1 || true
+  if [ "$started" -eq 1 ]; then
+    ./openshell sandbox delete quickstart >/dev/null 2>&1 || true
+    ./openshell provider delete demo >/dev/null 2>&1 || true
+    ./openshell gateway stop >/dev/null 2>&1 || true
+  fi
   [ -n "$upstream_pid" ] && kill "$upstream_pid" 2>/dev/null || true
   rm -rf "$work"
 }
@@ -76,6 +84,7 @@ echo "   http://127.0.0.1:$HTTP_PORT and https://127.0.0.1:$HTTPS_PORT (certific
 
 echo "== starting the gateway with two operator host aliases and the demo CA as an upstream trust anchor"
 echo "   (trusted gateway configuration: a policy can name api.demo.test, but only the operator says where it is)"
+started=1
 ./openshell gateway start --background --port 0 \
   --host-alias api.demo.test=127.0.0.1 --host-alias other.demo.test=127.0.0.1 --upstream-ca "$pki/ca.pem"
 
@@ -106,7 +115,7 @@ decisions() {
       binary=$(grep -o '"binary":{"path":"[^"]*"' <<<"$line" | head -n 1 | cut -d'"' -f6)
       reason=$(grep -o '"reason":"[^"]*"' <<<"$line" | head -n 1 | cut -d'"' -f4)
       echo "   why: supervisor audit: $kind ${decision:-?} for ${binary:-?}: $reason"
-    done
+    done | uniq || true  # a step may make no decision at all (8)
 }
 
 step() { # title, expected exit (0 or nonzero), command...
@@ -117,9 +126,11 @@ step() { # title, expected exit (0 or nonzero), command...
   local before
   before=$(wc -l <"$audit")
   set +e
-  ./openshell sandbox exec quickstart -- "$@"
+  ./openshell sandbox exec quickstart -- "$@" >"$work/step.out" 2>&1
   local rc=$?
   set -e
+  cat "$work/step.out"
+  [ -s "$work/step.out" ] && [ -n "$(tail -c 1 "$work/step.out")" ] && echo  # a 403 body has no final newline
   decisions "$before"
   if { [ "$expect" = 0 ] && [ $rc -eq 0 ]; } || { [ "$expect" != 0 ] && [ $rc -ne 0 ]; }; then
     echo "-> as expected (exit $rc)"
