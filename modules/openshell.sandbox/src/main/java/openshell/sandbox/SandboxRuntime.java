@@ -109,7 +109,8 @@ final class SandboxRuntime implements RuntimeControl, AutoCloseable {
         long id;
         synchronized (this) {
             require(State.CONFIRMED, "startAgent");
-            if (!trust.isEmpty()) {
+            // Once: a startAgent retried after a failed launch finds the view in place (and must not stack it).
+            if (!trust.isEmpty() && trustEnvironment.isEmpty()) {
                 // Before the agent exists, so no workload process ever sees the store without the CA.
                 trustEnvironment = trustView.orElseThrow(() -> new BackendException(BackendException.Kind.FAILED,
                         "this runtime has no trust store view to install workload trust in")).install(trust).environment();
