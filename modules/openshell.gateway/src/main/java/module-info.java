@@ -11,6 +11,12 @@
  * credential epoch are persisted, so a restarted gateway lists, stops, starts and deletes every
  * sandbox.
  *
+ * <h2>Operator network</h2>
+ * {@code --host-alias NAME=ADDRESS} and {@code --upstream-ca FILE} ({@code OperatorNetwork}) are
+ * trusted configuration: every launch's supervisor bundle carries them, and no policy or request
+ * can add to them. An alias lets a policy's name reach a chosen address (host loopback included);
+ * an upstream CA is trusted for upstream TLS besides the system trust store.
+ *
  * <h2>Supervisor sessions</h2>
  * Each supervisor keeps one gRPC stream ({@code GatewaySession.Open}, HTTP/2 on the API port),
  * authenticated by its first message with the launch's gateway-audience token: signature, issuer,
@@ -37,6 +43,9 @@
  * <caption>Bounds owned by the API and the sessions</caption>
  * <tr><th>Constant</th><th>Value</th><th>At the bound</th></tr>
  * <tr><td>{@code GatewayServer.MAX_REQUEST_BYTES}</td><td>64 KiB</td><td>413, nothing read</td></tr>
+ * <tr><td>{@code OperatorNetwork.MAX_HOST_ALIASES}</td><td>256</td><td>the gateway does not start (exit 2)</td></tr>
+ * <tr><td>{@code OperatorNetwork.MAX_UPSTREAM_AUTHORITIES}</td><td>64 certificates</td><td>the gateway does not start (exit 2)</td></tr>
+ * <tr><td>{@code OperatorNetwork.MAX_AUTHORITY_FILE_BYTES}</td><td>256 KiB per {@code --upstream-ca} file</td><td>the gateway does not start (exit 2)</td></tr>
  * <tr><td>{@code LaunchSpec.MAX_PROVIDERS}</td><td>32</td><td>create refused (400)</td></tr>
  * <tr><td>{@code SandboxApi.MAX_EXEC_STDIN_BYTES}</td><td>32 KiB</td><td>exec refused (400)</td></tr>
  * <tr><td>{@code SandboxApi.EXEC_HEARTBEAT}</td><td>10 s</td><td>an empty {@code {}} line on a quiet exec stream</td></tr>

@@ -23,6 +23,8 @@
  * <tr><td>{@code Executable.MAX_PATH}</td><td>4096 (PATH_MAX)</td><td>INVALID</td></tr>
  * <tr><td>{@code ExecSpec.MAX_ADMISSION}</td><td>30 s (also the default)</td><td>INVALID when longer</td></tr>
  * <tr><td>{@code PolicySnapshot.MAX_DOCUMENT_BYTES}</td><td>1 MiB</td><td>INVALID</td></tr>
+ * <tr><td>{@code WorkloadTrust.MAX_PEM_BYTES}</td><td>16 KiB</td><td>INVALID</td></tr>
+ * <tr><td>{@code WorkloadTrust.MAX_CERTIFICATES}</td><td>8</td><td>INVALID</td></tr>
  * <tr><td>{@code PendingDnsQuery.MAX_MESSAGE_BYTES}</td><td>65535</td><td>INVALID; the query stays unanswered</td></tr>
  * <tr><td>{@code SandboxSessionId.LENGTH}</td><td>26 (128 random bits)</td><td>any other length is INVALID</td></tr>
  * </table>

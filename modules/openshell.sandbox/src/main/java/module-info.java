@@ -27,6 +27,8 @@
  * <tr><td>{@code WorkloadProcess.OUTPUT_DRAIN_WAIT}</td><td>10 s</td><td>the exit status is reported without waiting longer for output EOF</td></tr>
  * <tr><td>{@code ProcessTree.LAUNCH_WAIT}</td><td>60 s per launcher step</td><td>the launch fails, the launcher is killed</td></tr>
  * <tr><td>{@code ProcessTree.KILL_WAIT}</td><td>10 s</td><td>terminate returns while the cgroup still empties</td></tr>
+ * <tr><td>{@code TrustStoreView.MAX_SYSTEM_BUNDLE_BYTES}</td><td>8 MiB</td><td>startAgent fails FAILED, no agent starts</td></tr>
+ * <tr><td>{@code WorkloadTrust.MAX_PEM_BYTES} (isolation)</td><td>16 KiB of interception CA PEM</td><td>startAgent fails INVALID</td></tr>
  * <tr><td>{@code SandboxRuntime.MAX_PROCESSES}</td><td>1024 retained process handles</td><td>the new process is killed, UNAVAILABLE</td></tr>
  * <tr><td>{@code LaunchBundles.MAX_BUNDLE_BYTES}</td><td>1 MiB</td><td>exit 64, nothing served</td></tr>
  * <tr><td>{@code SandboxMain.FIRST_CONTACT_WAIT}</td><td>60 s</td><td>no supervisor came: workload terminated, exit 75</td></tr>
@@ -40,6 +42,15 @@
  * <tr><td>{@code RuntimeService.MAX_CHUNK_BYTES}</td><td>16 KiB ({@code CreditedStream.MAX_CHUNK_BYTES})</td><td>process output and relay bytes are split into messages of at most this</td></tr>
  * <tr><td>{@code RuntimeService.MEDIATION_POLL}</td><td>500 ms</td><td>the longest a mediation stream takes to notice its call was cancelled</td></tr>
  * </table>
+ *
+ * <h2>Workload trust</h2>
+ * StartAgent may carry the supervisor's per-sandbox interception CA ({@code workload_trust_pem}).
+ * Before the agent exists, {@code TrustStoreView} writes, for each common CA bundle path that
+ * exists, the workload's bundle plus that CA into the runtime's private directory and bind-mounts
+ * it read-only over the path in the runtime's own mount namespace (private propagation: the host
+ * never sees it), and the agent and every exec get {@code SSL_CERT_FILE}, {@code CURL_CA_BUNDLE},
+ * {@code REQUESTS_CA_BUNDLE} and {@code NODE_EXTRA_CA_CERTS} unless they set them. No bundle path,
+ * or any failure, fails startAgent: no agent runs without the CA it was promised.
  *
  * <h2>Protocol adapter</h2>
  * {@code RuntimeService} serves the Sandbox Protocol ({@code openshell.protocol}, a friend export)

@@ -13,7 +13,9 @@
  * address with no pin is decided bare, which only IP-literal endpoints allow. Loopback,
  * link-local, unspecified and metadata addresses are never dialled, private ones only when the
  * exact host is declared; operator host aliases (trusted configuration, never policy) may name a
- * local service on purpose. A denial carries the isolation contract's reason: POLICY and
+ * local service on purpose (a loopback target is answered to the workload as a stand-in address
+ * from 198.18.0.0/15 or 2001:2::/48, since the sandbox's own loopback never leaves it, and dialled
+ * at the target). A denial carries the isolation contract's reason: POLICY and
  * IDENTITY_UNRESOLVED from the engine, EXHAUSTED at a bound, TIMEOUT when the upstream handshake
  * exceeds the connect timeout, MEDIATION_UNAVAILABLE when the upstream refuses or fails (the
  * contract has no "connection refused"). One JSON audit line per decision goes to an
@@ -68,6 +70,7 @@
  * <tr><td>{@code CredentialProvider.MAX_HOSTS}</td><td>64 per provider</td><td>configuration refused</td></tr>
  * <tr><td>{@code SupervisorMain.ATTACH_WAIT}</td><td>120 s</td><td>the runtime did not dial in and attach: exit 70</td></tr>
  * <tr><td>{@code LaunchBundles.MAX_BUNDLE_BYTES}</td><td>1 MiB</td><td>exit 64, nothing started</td></tr>
+ * <tr><td>{@code LaunchBundles.MAX_HOST_ALIASES} / {@code MAX_UPSTREAM_AUTHORITIES}</td><td>256 / 64</td><td>exit 64, nothing started</td></tr>
  * <tr><td>{@code OpenShellRuntimeBackend.CALL_DEADLINE}</td><td>30 s</td><td>a control call to the runtime fails UNAVAILABLE</td></tr>
  * <tr><td>{@code OpenShellRuntimeBackend.START_DEADLINE}</td><td>150 s (startAgent, exec)</td><td>the call fails UNAVAILABLE</td></tr>
  * <tr><td>{@code RemoteMediation.MAX_QUEUED}</td><td>256 pending opens, 256 DNS queries</td><td>the next one is denied EXHAUSTED at once</td></tr>

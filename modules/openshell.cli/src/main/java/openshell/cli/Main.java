@@ -30,7 +30,10 @@ public final class Main {
 
             commands:
               gateway start [--background] [--port N] [--host H] [--driver-setting K=V]...
-                                                                   run the gateway (foreground by default)
+                            [--host-alias NAME=ADDRESS]... [--upstream-ca FILE]...
+                                                                   run the gateway (foreground by default);
+                                                                   aliases and upstream CAs apply to every
+                                                                   sandbox (operator configuration, never policy)
               gateway status                                       is the gateway up, and where
               gateway stop                                         stop a background gateway
               sandbox create --policy FILE [--name N] [--workspace DIR] [--provider P]... [--env K=V]...
@@ -179,9 +182,13 @@ public final class Main {
             String option = in.pop();
             switch (option) {
                 case "--background" -> background = true;
-                case "--port", "--host", "--driver-setting" -> {
+                case "--port", "--host", "--driver-setting", "--host-alias" -> {
                     options.add(option);
                     options.add(value(in, option));
+                }
+                case "--upstream-ca" -> {
+                    options.add(option);
+                    options.add(Path.of(value(in, option)).toAbsolutePath().toString());
                 }
                 default -> throw usage("unknown option for gateway start: " + option);
             }

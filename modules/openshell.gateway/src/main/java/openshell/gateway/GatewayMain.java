@@ -23,7 +23,11 @@ import openshell.gateway.store.StoreConfig;
  * {@code OPENSHELL_DATABASE_PASSWORD} (never a command line, where every local user could read it), and
  * {@code --driver-setting KEY=VALUE} (repeatable) for the drivers' trusted settings, such as the
  * process driver's {@code supervisor.launcher} and {@code runtime.launcher} (which may also come from
- * {@code OPENSHELL_SUPERVISOR_LAUNCHER} and {@code OPENSHELL_RUNTIME_LAUNCHER}).
+ * {@code OPENSHELL_SUPERVISOR_LAUNCHER} and {@code OPENSHELL_RUNTIME_LAUNCHER}). The operator's network
+ * for every sandbox: {@code --host-alias NAME=ADDRESS} (repeatable; the supervisors dial ADDRESS, loopback
+ * included, for NAME, while policy and TLS still see NAME) and {@code --upstream-ca FILE} (repeatable; PEM
+ * certificates the supervisors trust for upstream TLS besides the system trust store). See
+ * {@link OperatorNetwork}.
  *
  * <p>Once listening it writes {@code <state>/gateway.json} (0600) with its URL, pid and start time, so the CLI
  * finds it, and removes the file when it stops.
@@ -72,6 +76,12 @@ public final class GatewayMain {
         String url = "http://" + config.host() + ":" + server.port();
         writeEndpoint(endpoint, url);
         System.out.println("openshell gateway listening on " + url + " (state " + config.stateDirectory() + ")");
+        config.network().hostAliases().forEach((name, address) -> System.out.println("openshell gateway: host alias "
+                + name + " -> " + address.getHostAddress()));
+        if (!config.network().upstreamAuthorities().isEmpty()) {
+            System.out.println("openshell gateway: " + config.network().upstreamAuthorities().size()
+                    + " extra upstream CA certificate(s) trusted");
+        }
         try {
             stopped.await();
         } catch (InterruptedException e) {
@@ -87,6 +97,7 @@ public final class GatewayMain {
         String dbUrl = null;
         String dbUser = "openshell";
         Map<String, String> driverSettings = new LinkedHashMap<>();
+        OperatorNetwork network = OperatorNetwork.none();
         while (!in.isEmpty()) {
             String option = in.pop();
             switch (option) {
@@ -95,6 +106,8 @@ public final class GatewayMain {
                 case "--port" -> port = port(value(in, option));
                 case "--database-url" -> dbUrl = value(in, option);
                 case "--database-user" -> dbUser = value(in, option);
+                case "--host-alias" -> network = network.withAlias(value(in, option));
+                case "--upstream-ca" -> network = network.withAuthorities(Path.of(value(in, option)));
                 case "--driver-setting" -> {
                     String setting = value(in, option);
                     int eq = setting.indexOf('=');
@@ -106,7 +119,7 @@ public final class GatewayMain {
                 }
                 default -> throw new GatewayException(GatewayException.Reason.INVALID, "unknown option '" + option
                         + "'; options: --state DIR --host H --port N --database-url URL --database-user U "
-                        + "--driver-setting KEY=VALUE");
+                        + "--driver-setting KEY=VALUE --host-alias NAME=ADDRESS --upstream-ca FILE");
             }
         }
         // The operator's environment may name the process driver's launchers; options win.
@@ -114,7 +127,7 @@ public final class GatewayMain {
                 .filter(v -> !v.isBlank()).ifPresent(v -> driverSettings.putIfAbsent(setting, v)));
         String password = System.getenv().getOrDefault("OPENSHELL_DATABASE_PASSWORD", "");
         StoreConfig store = dbUrl == null ? StoreConfig.embedded(state) : new StoreConfig(dbUrl, dbUser, password);
-        return new GatewayConfig(state, host, port, store, "process", driverSettings);
+        return new GatewayConfig(state, host, port, store, "process", driverSettings, network);
     }
 
     static Path defaultState() {

@@ -55,7 +55,7 @@ public final class GatewayServer implements AutoCloseable {
      * @return the running server
      */
     public static GatewayServer start(GatewayConfig config, DriverRegistry drivers) {
-        return start(config, drivers, LaunchSeals::standard);
+        return start(config, drivers, (issuer, url) -> LaunchSeals.standard(issuer, url, config.network()));
     }
 
     /** How the gateway seals launches; tests of the code around admission supply their own. */

@@ -16,9 +16,19 @@ final class LaunchSeals {
     /**
      * @param issuer     the gateway's signing key
      * @param gatewayUrl where supervisors open their session
-     * @return the sealer
+     * @return the sealer, without operator network configuration
      */
     static LaunchSealer standard(TokenIssuer issuer, Supplier<String> gatewayUrl) {
+        return standard(issuer, gatewayUrl, OperatorNetwork.none());
+    }
+
+    /**
+     * @param issuer     the gateway's signing key
+     * @param gatewayUrl where supervisors open their session
+     * @param network    the operator's host aliases and upstream trust anchors, for every supervisor bundle
+     * @return the sealer
+     */
+    static LaunchSealer standard(TokenIssuer issuer, Supplier<String> gatewayUrl, OperatorNetwork network) {
         return (context, generation, epoch, credentials) -> {
             try {
                 LaunchBundles.Request.Builder request = LaunchBundles.Request.builder()
@@ -33,6 +43,7 @@ final class LaunchSeals {
                         .gatewayEndpoint(gatewayUrl.get())
                         .tokenLifetime(SessionHub.TOKEN_LIFETIME);
                 credentials.forEach(request::addCredential);
+                network.applyTo(request);
                 LaunchBundles.Minted minted = LaunchBundles.mint(request.build(), issuer, epoch);
                 return LaunchMaterial.of(minted.supervisorBundle(), minted.runtimeBundle());
             } catch (ProtocolException e) {

@@ -3,8 +3,10 @@ package openshell.protocol;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;
+import java.net.InetAddress;
 import java.net.URI;
 import java.net.URISyntaxException;
+import java.net.UnknownHostException;
 import java.nio.charset.StandardCharsets;
 import java.security.GeneralSecurityException;
 import java.security.KeyFactory;
@@ -33,6 +35,7 @@ import com.google.protobuf.MessageLite;
 import com.google.protobuf.UnknownFieldSet;
 
 import openshell.protocol.wire.AgentLaunch;
+import openshell.protocol.wire.HostAlias;
 import openshell.protocol.wire.ProviderCredential;
 import openshell.protocol.wire.VerificationKey;
 
@@ -57,7 +60,13 @@ public final class LaunchBundles {
     /** Token lifetime when the request names none: the profile's maximum. */
     public static final Duration DEFAULT_TOKEN_LIFETIME = ProtocolLimits.TOKEN_MAX_LIFETIME;
 
+    /** Most operator host aliases one launch carries. */
+    public static final int MAX_HOST_ALIASES = 256;
+    /** Most extra upstream trust anchors one launch carries. */
+    public static final int MAX_UPSTREAM_AUTHORITIES = 64;
+
     private static final Pattern CREDENTIAL_NAME = Pattern.compile("[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?");
+    private static final Pattern HOST_NAME = Pattern.compile("[a-z0-9_]([a-z0-9_-]{0,62})(\\.[a-z0-9_]([a-z0-9_-]{0,62}))*");
 
     private LaunchBundles() {
     }
@@ -162,6 +171,8 @@ public final class LaunchBundles {
         private final List<Credential> credentials;
         private final Optional<String> gatewayEndpoint;
         private final Duration tokenLifetime;
+        private final Map<String, InetAddress> hostAliases;
+        private final List<X509Certificate> upstreamAuthorities;
 
         private Request(Builder b) {
             this.sandboxId = requireText(b.sandboxId, "sandbox id");
@@ -182,6 +193,8 @@ public final class LaunchBundles {
             this.credentials = uniqueNames(b.credentials);
             this.gatewayEndpoint = b.gatewayEndpoint.map(LaunchBundles::requireEndpoint);
             this.tokenLifetime = b.tokenLifetime;
+            this.hostAliases = hostAliases(b.hostAliases);
+            this.upstreamAuthorities = upstreamAuthorities(b.upstreamAuthorities);
         }
 
         /**
@@ -212,8 +225,35 @@ public final class LaunchBundles {
             private final List<Credential> credentials = new ArrayList<>();
             private Optional<String> gatewayEndpoint = Optional.empty();
             private Duration tokenLifetime = DEFAULT_TOKEN_LIFETIME;
+            private final Map<String, InetAddress> hostAliases = new LinkedHashMap<>();
+            private final List<X509Certificate> upstreamAuthorities = new ArrayList<>();
 
             private Builder() {
+            }
+
+            /**
+             * An operator host alias (trusted gateway configuration, supervisor bundle only).
+             *
+             * @param name    a DNS host name (lower case)
+             * @param address the address the supervisor dials for it
+             * @return this
+             */
+            public Builder hostAlias(String name, InetAddress address) {
+                if (hostAliases.putIfAbsent(Objects.requireNonNull(name), Objects.requireNonNull(address)) != null) {
+                    throw invalid("host alias " + name + " is declared twice");
+                }
+                return this;
+            }
+
+            /**
+             * An extra trust anchor for upstream TLS (trusted gateway configuration, supervisor bundle only).
+             *
+             * @param v the certificate
+             * @return this
+             */
+            public Builder upstreamAuthority(X509Certificate v) {
+                this.upstreamAuthorities.add(Objects.requireNonNull(v));
+                return this;
             }
 
             /**
@@ -424,6 +464,11 @@ public final class LaunchBundles {
                     .setWorkloadUid(request.workloadUid)
                     .setWorkloadGid(request.workloadGid)
                     .setGatewayEndpoint(request.gatewayEndpoint.orElse(""));
+            request.hostAliases.forEach((name, address) -> supervisor.addHostAliases(HostAlias.newBuilder().setName(name)
+                    .setAddress(ByteString.copyFrom(address.getAddress()))));
+            for (X509Certificate authority : request.upstreamAuthorities) {
+                supervisor.addUpstreamAuthoritiesDer(ByteString.copyFrom(authority.getEncoded()));
+            }
             for (Credential c : request.credentials) {
                 supervisor.addCredentials(ProviderCredential.newBuilder().setName(c.name())
                         .setSecret(ByteString.copyFrom(c.secret)).addAllHosts(c.hosts()));
@@ -569,8 +614,53 @@ public final class LaunchBundles {
         uniqueNames(credentials);
         Optional<String> endpoint = wire.getGatewayEndpoint().isEmpty() ? Optional.empty()
                 : Optional.of(requireEndpoint(wire.getGatewayEndpoint()));
+        Map<String, InetAddress> aliases = new LinkedHashMap<>();
+        for (HostAlias alias : wire.getHostAliasesList()) {
+            InetAddress address;
+            try {
+                int length = alias.getAddress().size();
+                if (length != 4 && length != 16) {
+                    throw invalid("host alias " + alias.getName() + " has an address of " + length + " bytes");
+                }
+                address = InetAddress.getByAddress(alias.getAddress().toByteArray());
+            } catch (UnknownHostException e) {
+                throw invalid("host alias " + alias.getName() + " has no valid address");
+            }
+            if (aliases.putIfAbsent(alias.getName(), address) != null) {
+                throw invalid("host alias " + alias.getName() + " is declared twice");
+            }
+        }
+        List<X509Certificate> authorities = new ArrayList<>();
+        for (ByteString der : wire.getUpstreamAuthoritiesDerList()) {
+            authorities.add(certificate(der, "upstream_authorities_der"));
+        }
         return new SupervisorBundle(sandboxId, sessionId, generation, lineage, pin, tokens,
-                wire.getPolicyYaml().toByteArray(), agent, uid, gid, credentials, endpoint);
+                wire.getPolicyYaml().toByteArray(), agent, uid, gid, credentials, endpoint, hostAliases(aliases),
+                upstreamAuthorities(authorities));
+    }
+
+    private static Map<String, InetAddress> hostAliases(Map<String, InetAddress> aliases) {
+        if (aliases.size() > MAX_HOST_ALIASES) {
+            throw invalid(aliases.size() + " host aliases, more than " + MAX_HOST_ALIASES);
+        }
+        for (Map.Entry<String, InetAddress> alias : aliases.entrySet()) {
+            String name = alias.getKey();
+            if (name.length() > 253 || !HOST_NAME.matcher(name).matches()) {
+                throw invalid("a host alias is a lower-case DNS host name: '" + name + "'");
+            }
+            if (alias.getValue().isAnyLocalAddress() || alias.getValue().isMulticastAddress()) {
+                throw invalid("host alias " + name + " maps to " + alias.getValue().getHostAddress()
+                        + ", which is not a host address");
+            }
+        }
+        return java.util.Collections.unmodifiableMap(new LinkedHashMap<>(aliases));
+    }
+
+    private static List<X509Certificate> upstreamAuthorities(List<X509Certificate> authorities) {
+        if (authorities.size() > MAX_UPSTREAM_AUTHORITIES) {
+            throw invalid(authorities.size() + " upstream authorities, more than " + MAX_UPSTREAM_AUTHORITIES);
+        }
+        return List.copyOf(authorities);
     }
 
     private static byte[] bounded(MessageLite message, String kind) {

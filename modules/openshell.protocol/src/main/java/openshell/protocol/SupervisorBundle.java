@@ -1,5 +1,7 @@
 package openshell.protocol;
 
+import java.net.InetAddress;
+import java.security.cert.X509Certificate;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -22,11 +24,14 @@ import java.util.Optional;
  * @param workloadGid     the workload's group id (never 0)
  * @param credentials     provider credentials, by name
  * @param gatewayEndpoint the gateway's session endpoint, if the launch has one
+ * @param hostAliases     operator host aliases (trusted gateway configuration): name to address
+ * @param upstreamAuthorities extra trust anchors for upstream TLS (trusted gateway configuration)
  */
 public record SupervisorBundle(String sandboxId, String sessionId, long generation, String sessionLineage,
                                TlsPin pin, TokenPair tokens, byte[] policyYaml, LaunchBundles.Agent agent,
                                int workloadUid, int workloadGid, List<LaunchBundles.Credential> credentials,
-                               Optional<String> gatewayEndpoint) {
+                               Optional<String> gatewayEndpoint, Map<String, InetAddress> hostAliases,
+                               List<X509Certificate> upstreamAuthorities) {
     /**
      * Canonical constructor.
      *
@@ -42,6 +47,8 @@ public record SupervisorBundle(String sandboxId, String sessionId, long generati
      * @param workloadGid     gid
      * @param credentials     credentials
      * @param gatewayEndpoint endpoint
+     * @param hostAliases     host aliases
+     * @param upstreamAuthorities upstream trust anchors
      */
     public SupervisorBundle {
         Objects.requireNonNull(sandboxId);
@@ -53,6 +60,8 @@ public record SupervisorBundle(String sandboxId, String sessionId, long generati
         Objects.requireNonNull(agent);
         credentials = List.copyOf(credentials);
         Objects.requireNonNull(gatewayEndpoint);
+        hostAliases = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(hostAliases));
+        upstreamAuthorities = List.copyOf(upstreamAuthorities);
     }
 
     /**
@@ -80,6 +89,7 @@ public record SupervisorBundle(String sandboxId, String sessionId, long generati
         return "SupervisorBundle[sandbox=" + sandboxId + ", session=" + sessionId + ", generation=" + generation
                 + ", " + tokens + ", policy=" + policyYaml.length + " bytes, agent=" + agent.argv().getFirst()
                 + ", credentials=" + credentials.stream().map(LaunchBundles.Credential::name).toList()
-                + ", gateway=" + gatewayEndpoint.orElse("none") + "]";
+                + ", gateway=" + gatewayEndpoint.orElse("none") + ", aliases=" + hostAliases.keySet()
+                + ", upstreamAuthorities=" + upstreamAuthorities.size() + "]";
     }
 }

@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
 import openshell.isolation.AgentSpec;
+import openshell.isolation.BackendException;
 import openshell.isolation.ConfirmationEvidence;
 import openshell.isolation.ExecSession;
 import openshell.isolation.ExecSpec;
@@ -11,6 +12,7 @@ import openshell.isolation.ExitStatus;
 import openshell.isolation.NetworkMediationSource;
 import openshell.isolation.ProcessSignal;
 import openshell.isolation.TerminalSize;
+import openshell.isolation.WorkloadTrust;
 
 /**
  * What the Sandbox Protocol adapter calls: the runtime's control operations, in lifecycle order,
@@ -34,6 +36,22 @@ interface RuntimeControl {
 
     /** @param spec the agent @return its process id (a runtime handle, never a PID) */
     long startAgent(AgentSpec spec);
+
+    /**
+     * Installs {@code trust} in the workload's trust store, then starts the agent. A control that
+     * cannot install trust refuses a non-empty one (fails closed: the agent would not trust the
+     * supervisor's interception certificates).
+     *
+     * @param spec  the agent
+     * @param trust CA certificates to add, or none
+     * @return the agent's process id
+     */
+    default long startAgent(AgentSpec spec, WorkloadTrust trust) {
+        if (!trust.isEmpty()) {
+            throw new BackendException(BackendException.Kind.FAILED, "this runtime cannot install workload trust");
+        }
+        return startAgent(spec);
+    }
 
     /** @param spec what to run @return its process id */
     long exec(ExecSpec spec);

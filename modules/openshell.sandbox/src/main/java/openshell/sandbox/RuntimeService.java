@@ -33,6 +33,7 @@ import openshell.isolation.PendingDnsQuery;
 import openshell.isolation.PendingTcpOpen;
 import openshell.isolation.ProcessSignal;
 import openshell.isolation.TerminalSize;
+import openshell.isolation.WorkloadTrust;
 import openshell.protocol.ControlLedger;
 import openshell.protocol.CreditedStream;
 import openshell.protocol.ExecAdmission;
@@ -160,7 +161,8 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
     public void startAgent(StartAgentRequest request, StreamObserver<StartAgentResult> observer) {
         control(request, observer, () -> {
             AgentSpec spec = new AgentSpec(request.getArgvList(), request.getEnvironmentMap(), directory(request.getWorkingDirectory()));
-            return StartAgentResult.newBuilder().setProcessId(Long.toString(control.startAgent(spec))).build();
+            WorkloadTrust trust = WorkloadTrust.ofPem(request.getWorkloadTrustPem());
+            return StartAgentResult.newBuilder().setProcessId(Long.toString(control.startAgent(spec, trust))).build();
         });
     }
 

@@ -172,7 +172,8 @@ public final class SandboxMain {
             try (DnsRelay relay = DnsRelay.start(broker, NetworkBroker.DNS_RELAY);
                  SandboxRuntime control = new SandboxRuntime(report, broker, new ProcessTree(WorkloadLaunch.command(),
                          WorkloadLaunch.template(bundle.workloadUid(), bundle.workloadGid(), workspace), broker,
-                         WorkloadLaunch.leaf("workload-" + arguments.generation() + "-" + ProcessHandle.current().pid())), POLICY_HELD_BY_SUPERVISOR);
+                         WorkloadLaunch.leaf("workload-" + arguments.generation() + "-" + ProcessHandle.current().pid())), POLICY_HELD_BY_SUPERVISOR,
+                         Optional.of(TrustStoreView.system(runtimeDirectory)));
                  RuntimeEndpoint endpoint = RuntimeEndpoint.builder()
                          .transport(Transport.unix(Path.of(arguments.channel())))
                          .initiator(Initiator.RUNTIME)
@@ -199,6 +200,9 @@ public final class SandboxMain {
             if (runtimeDirectory != null) {
                 try {
                     Files.deleteIfExists(runtimeDirectory.resolve("resolv.conf"));
+                    for (int i = 0; i < TrustStoreView.SYSTEM_BUNDLES.size(); i++) {
+                        Files.deleteIfExists(runtimeDirectory.resolve("trust-" + i + ".pem"));
+                    }
                     Files.deleteIfExists(runtimeDirectory);
                 } catch (IOException e) {
                     System.err.println("openshell-sandbox: cannot remove " + runtimeDirectory + ": " + e.getMessage());

@@ -16,6 +16,7 @@ import openshell.isolation.ExitStatus;
 import openshell.isolation.NetworkMediationSource;
 import openshell.isolation.ProcessSignal;
 import openshell.isolation.TerminalSize;
+import openshell.isolation.WorkloadTrust;
 
 /**
  * The runtime's lifecycle: attach, confirm, startAgent, then exec/await/signal/resize/terminate.
@@ -32,6 +33,8 @@ final class SandboxRuntime implements RuntimeControl, AutoCloseable {
     private final NetworkBroker broker;
     private final ProcessTree tree;
     private final String policySha256;
+    private final Optional<TrustStoreView> trustView;
+    private Map<String, String> trustEnvironment = Map.of();
     private final Map<Long, WorkloadProcess> processes = new ConcurrentHashMap<>();
     private final AtomicLong ids = new AtomicLong();
     private State state = State.SERVING;
@@ -40,10 +43,17 @@ final class SandboxRuntime implements RuntimeControl, AutoCloseable {
     private long agent = -1;
 
     SandboxRuntime(StartupProbes.Report probes, NetworkBroker broker, ProcessTree tree, String policySha256) {
+        this(probes, broker, tree, policySha256, Optional.empty());
+    }
+
+    /** With the trust store view of the runtime's own mount namespace (only its main has one to change). */
+    SandboxRuntime(StartupProbes.Report probes, NetworkBroker broker, ProcessTree tree, String policySha256,
+                   Optional<TrustStoreView> trustView) {
         this.probes = probes;
         this.broker = broker;
         this.tree = tree;
         this.policySha256 = policySha256;
+        this.trustView = trustView;
     }
 
     synchronized State state() {
@@ -90,10 +100,21 @@ final class SandboxRuntime implements RuntimeControl, AutoCloseable {
 
     @Override
     public long startAgent(AgentSpec spec) {
+        return startAgent(spec, WorkloadTrust.none());
+    }
+
+    @Override
+    public long startAgent(AgentSpec spec, WorkloadTrust trust) {
         WorkloadProcess process;
         long id;
         synchronized (this) {
             require(State.CONFIRMED, "startAgent");
+            // Once: a startAgent retried after a failed launch finds the view in place (and must not stack it).
+            if (!trust.isEmpty() && trustEnvironment.isEmpty()) {
+                // Before the agent exists, so no workload process ever sees the store without the CA.
+                trustEnvironment = trustView.orElseThrow(() -> new BackendException(BackendException.Kind.FAILED,
+                        "this runtime has no trust store view to install workload trust in")).install(trust).environment();
+            }
             process = tree.start(new ProcessTree.LaunchRequest(spec.argv(), environment(spec.environment()),
                     spec.workingDirectory(), Optional.empty()));
             id = register(process);
@@ -128,9 +149,9 @@ final class SandboxRuntime implements RuntimeControl, AutoCloseable {
         return id;
     }
 
-    private static List<String> environment(Map<String, String> environment) {
+    private List<String> environment(Map<String, String> environment) {
         List<String> entries = new ArrayList<>();
-        environment.forEach((k, v) -> entries.add(k + "=" + v));
+        TrustStoreView.merged(environment, trustEnvironment).forEach((k, v) -> entries.add(k + "=" + v));
         return entries;
     }
 

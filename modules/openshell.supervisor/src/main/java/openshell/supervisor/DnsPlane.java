@@ -158,6 +158,14 @@ final class DnsPlane {
         for (InetAddress a : answers) {
             mediation.pins().pin(q.name(), a, aliased, ANSWER_TTL);
         }
+        if (aliased) {
+            // A loopback target is answered as its stand-in (the sandbox's loopback is its own); both are pinned.
+            InetAddress standIn = mediation.aliases().answerFor(q.name()).orElseThrow();
+            if (!answers.isEmpty() && !standIn.equals(answers.getFirst())) {
+                mediation.pins().pin(q.name(), standIn, true, ANSWER_TTL);
+                answers = List.of(standIn);
+            }
+        }
         mediation.metrics().dnsQuery("answered");
         line.field("answer", answers.size() + " addresses" + (aliased ? " (operator alias)" : "")
                 + (refused > 0 ? ", " + refused + " of a refused class dropped" : ""));

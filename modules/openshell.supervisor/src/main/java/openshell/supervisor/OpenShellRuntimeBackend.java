@@ -227,7 +227,8 @@ public final class OpenShellRuntimeBackend implements IsolationBackend {
             return handle.transition(() -> {
                 String id = calls.call("startAgent", StartAgentRequest.newBuilder().addAllArgv(context.agent().argv())
                         .putAllEnvironment(context.agent().environment())
-                        .setWorkingDirectory(context.agent().workingDirectory()).build(), START_DEADLINE,
+                        .setWorkingDirectory(context.agent().workingDirectory())
+                        .setWorkloadTrustPem(context.trust().pem()).build(), START_DEADLINE,
                         (stub, request) -> stub.startAgent(request)).getProcessId();
                 return new Running(calls, new RemoteProcess(calls, id, null));
             });

@@ -167,7 +167,9 @@ final class SandboxMediation implements AutoCloseable {
                 decision = generation.get().decideConnection(who, where);
             }
             for (DnsPins.Pin pin : named) {
-                Destination d = pin.aliased() ? Destination.aliased(pin.name(), to.address(), to.port())
+                // An alias is dialled at the operator's target, also when the workload dialled its stand-in.
+                Destination d = pin.aliased() ? Destination.aliased(pin.name(), aliases.lookup(pin.name())
+                        .orElse(to.address()), to.port())
                         : Destination.of(pin.name(), to.address(), to.port());
                 Decision c = generation.get().decideConnection(who, d);
                 if (decision == null || (!decision.allowed() && c.allowed())) {
@@ -182,27 +184,27 @@ final class SandboxMediation implements AutoCloseable {
         if (decision instanceof Decision.Deny deny) {
             metrics.decision("connect", "deny", System.nanoTime() - started);
             audit(AuditLine.of(clock.instant(), sandbox.value(), "connect", number).decision(deny).identity(who)
-                    .destination(where.host().orElse(null), to.address(), to.port()));
+                    .destination(where.host().orElse(null), where.address().orElse(to.address()), to.port()));
             denyQuietly(open, deny.cause().isolationReason());
             return;
         }
         Decision.Allow allow = (Decision.Allow) decision;
         Socket upstream;
         try {
-            upstream = dial(to);
+            upstream = dial(new TcpDestination(where.address().orElse(to.address()), to.port()));
         } catch (IOException e) {
             boolean timeout = e instanceof SocketTimeoutException;
             metrics.decision("connect", "upstream_failed", System.nanoTime() - started);
             audit(AuditLine.of(clock.instant(), sandbox.value(), "connect", number).decision(allow)
                     .field("upstream", timeout ? "timeout" : "failed").identity(who)
-                    .destination(where.host().orElse(null), to.address(), to.port()));
+                    .destination(where.host().orElse(null), where.address().orElse(to.address()), to.port()));
             denyQuietly(open, timeout ? DenyReason.TIMEOUT : DenyReason.MEDIATION_UNAVAILABLE);
             return;
         }
         metrics.decision("connect", "allow", System.nanoTime() - started);
         audit(AuditLine.of(clock.instant(), sandbox.value(), "connect", number).decision(allow)
                 .field("upstream", "connected").identity(who)
-                .destination(where.host().orElse(null), to.address(), to.port()));
+                .destination(where.host().orElse(null), where.address().orElse(to.address()), to.port()));
         ByteChannel channel;
         try {
             channel = open.allow();

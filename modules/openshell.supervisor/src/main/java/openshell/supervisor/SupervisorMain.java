@@ -33,6 +33,7 @@ import openshell.isolation.SandboxSessionId;
 import openshell.isolation.TopologyDescriptor;
 import openshell.isolation.VerifiedTopologyDescriptor;
 import openshell.isolation.WorkloadIdentity;
+import openshell.isolation.WorkloadTrust;
 import openshell.policy.Policy;
 import openshell.policy.PolicyException;
 import openshell.policy.PolicyGeneration;
@@ -60,6 +61,11 @@ import openshell.supervisor.spi.GatewaySessionClient;
  * loopback and prints one JSON readiness line on standard output. Audit lines go to standard
  * error (or the audit file). It exits with the agent's status (128 + signal when signalled), or
  * on SIGTERM after terminating the boundary first.
+ *
+ * <p>The bundle's operator host aliases and upstream trust anchors (trusted gateway configuration)
+ * configure the mediation, which is built before attach: its per-sandbox interception CA goes into
+ * the {@link SandboxContext}'s workload trust, which the backend installs in the workload's trust
+ * store before the agent starts.
  */
 public final class SupervisorMain {
     /** Exit status for bad arguments, bundle or policy. */
@@ -264,16 +270,18 @@ public final class SupervisorMain {
                 VerifiedTopologyDescriptor descriptor = registry.verify(TopologyDescriptor.of(BACKEND,
                         arguments.channel().toString().getBytes(StandardCharsets.UTF_8)), BACKEND);
                 IsolationBackend backend = registry.backend(descriptor);
-                SandboxContext context = new SandboxContext(new SandboxId(bundle.sandboxId()),
+                SandboxId sandboxId = new SandboxId(bundle.sandboxId());
+                // Built before attach: its interception CA is what the runtime adds to the workload's trust store.
+                mediation = mediation(sandboxId, audit);
+                SandboxContext context = new SandboxContext(sandboxId,
                         new SandboxSessionId(bundle.sessionId()), PolicySnapshot.of(1, bundle.policyYaml()),
                         new AgentSpec(bundle.agent().argv(), bundle.agent().environment(), bundle.agent().workingDirectory()),
-                        new WorkloadIdentity(bundle.workloadUid(), bundle.workloadGid(), List.of(bundle.workloadGid())));
+                        new WorkloadIdentity(bundle.workloadUid(), bundle.workloadGid(), List.of(bundle.workloadGid())),
+                        WorkloadTrust.ofPem(mediation.interceptionCaPem()));
                 BoundBoundary bound = attach(backend, descriptor, context, attachDeadline);
                 attached.set(true);
                 attachWatch.interrupt();
                 NetworkMediationSource source = bound.mediation();
-                mediation = SandboxMediation.builder().sandbox(context.sandboxId()).policies(policies)
-                        .credentials(credentials).audit(audit).build();
                 mediation.start(source);
                 ReadyBoundary ready = bound.confirm();
                 if (!ready.evidence().directEgressFailed()) {
@@ -328,6 +336,17 @@ public final class SupervisorMain {
                     // Shutting down already: the hook runs terminate(), which is idempotent.
                 }
             }
+        }
+
+        /**
+         * The sandbox's mediation with the operator's trusted configuration from the bundle: host
+         * aliases and the extra upstream trust anchors (never anything from the policy).
+         */
+        private SandboxMediation mediation(SandboxId sandboxId, AuditSink audit) {
+            return SandboxMediation.builder().sandbox(sandboxId).policies(policies).credentials(credentials).audit(audit)
+                    .aliases(HostAliases.of(bundle.hostAliases()))
+                    .upstreamTls(UpstreamTrust.context(bundle.upstreamAuthorities()))
+                    .build();
         }
 
         /**

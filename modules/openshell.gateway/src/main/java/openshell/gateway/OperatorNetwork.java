@@ -1,0 +1,161 @@
+package openshell.gateway;
+
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.InetAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.cert.Certificate;
+import java.security.cert.CertificateException;
+import java.security.cert.CertificateFactory;
+import java.security.cert.X509Certificate;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import java.util.regex.Pattern;
+
+import openshell.protocol.LaunchBundles;
+
+/**
+ * What the operator, and only the operator, says about the network around every sandbox: host
+ * aliases (a name the supervisors dial at a chosen address, host loopback included, so a local
+ * service can be offered on purpose while policy and TLS still see the name) and extra trust
+ * anchors for upstream TLS (a private CA). Trusted gateway configuration from the gateway's own
+ * command line; a policy or an API request never changes it. Every launch's supervisor bundle
+ * carries it.
+ *
+ * @param hostAliases         lower-case DNS host name to address
+ * @param upstreamAuthorities certificates the supervisors trust for upstream TLS besides the system store
+ */
+public record OperatorNetwork(Map<String, InetAddress> hostAliases, List<X509Certificate> upstreamAuthorities) {
+    /** Most host aliases (the supervisor bundle's bound). */
+    public static final int MAX_HOST_ALIASES = LaunchBundles.MAX_HOST_ALIASES;
+    /** Most upstream trust anchors, over all files (the supervisor bundle's bound). */
+    public static final int MAX_UPSTREAM_AUTHORITIES = LaunchBundles.MAX_UPSTREAM_AUTHORITIES;
+    /** Largest PEM file of upstream trust anchors read. */
+    public static final int MAX_AUTHORITY_FILE_BYTES = 256 * 1024;
+
+    private static final Pattern HOST_NAME = Pattern.compile("[a-z0-9_]([a-z0-9_-]{0,62})(\\.[a-z0-9_]([a-z0-9_-]{0,62}))*");
+    private static final Pattern IP_LITERAL = Pattern.compile("[0-9.]+|.*:.*");
+
+    /** Validates and copies. */
+    public OperatorNetwork {
+        Objects.requireNonNull(hostAliases, "hostAliases");
+        Objects.requireNonNull(upstreamAuthorities, "upstreamAuthorities");
+        if (hostAliases.size() > MAX_HOST_ALIASES) {
+            throw invalid(hostAliases.size() + " host aliases, at most " + MAX_HOST_ALIASES);
+        }
+        if (upstreamAuthorities.size() > MAX_UPSTREAM_AUTHORITIES) {
+            throw invalid(upstreamAuthorities.size() + " upstream CA certificates, at most " + MAX_UPSTREAM_AUTHORITIES);
+        }
+        Map<String, InetAddress> aliases = new LinkedHashMap<>();
+        hostAliases.forEach((name, address) -> {
+            String canonical = hostName(name);
+            checkAddress(canonical, Objects.requireNonNull(address, "address"));
+            if (aliases.put(canonical, address) != null) {
+                throw invalid("host alias " + canonical + " is declared twice");
+            }
+        });
+        hostAliases = Collections.unmodifiableMap(aliases);
+        upstreamAuthorities = List.copyOf(upstreamAuthorities);
+    }
+
+    /** @return no aliases, no extra anchors */
+    public static OperatorNetwork none() {
+        return new OperatorNetwork(Map.of(), List.of());
+    }
+
+    /**
+     * @param alias {@code NAME=ADDRESS}, the address an IP literal (never looked up)
+     * @return a copy of this configuration with the alias added
+     * @throws GatewayException INVALID naming what is wrong
+     */
+    public OperatorNetwork withAlias(String alias) {
+        int eq = alias.indexOf('=');
+        if (eq < 1 || eq == alias.length() - 1) {
+            throw invalid("--host-alias takes NAME=ADDRESS (e.g. api.demo.test=127.0.0.1): '" + alias + "'");
+        }
+        String name = hostName(alias.substring(0, eq));
+        String literal = alias.substring(eq + 1);
+        InetAddress address;
+        try {
+            address = InetAddress.ofLiteral(literal);
+        } catch (IllegalArgumentException e) {
+            throw invalid("host alias " + name + ": '" + literal + "' is not an IP address (aliases never look names up)");
+        }
+        if (hostAliases.containsKey(name)) {
+            throw invalid("host alias " + name + " is declared twice");
+        }
+        Map<String, InetAddress> aliases = new LinkedHashMap<>(hostAliases);
+        aliases.put(name, address);
+        return new OperatorNetwork(aliases, upstreamAuthorities);
+    }
+
+    /**
+     * @param pemFile a file of one or more PEM certificates, at most {@link #MAX_AUTHORITY_FILE_BYTES}
+     * @return a copy of this configuration with the file's certificates added
+     * @throws GatewayException INVALID naming the file and what is wrong
+     */
+    public OperatorNetwork withAuthorities(Path pemFile) {
+        byte[] bytes;
+        try (InputStream in = Files.newInputStream(pemFile)) {
+            bytes = in.readNBytes(MAX_AUTHORITY_FILE_BYTES + 1);
+        } catch (IOException e) {
+            throw invalid("--upstream-ca " + pemFile + ": cannot read it (" + e.getMessage() + ")");
+        }
+        if (bytes.length > MAX_AUTHORITY_FILE_BYTES) {
+            throw invalid("--upstream-ca " + pemFile + " is larger than " + MAX_AUTHORITY_FILE_BYTES + " bytes");
+        }
+        Collection<? extends Certificate> parsed;
+        try {
+            parsed = CertificateFactory.getInstance("X.509").generateCertificates(new ByteArrayInputStream(bytes));
+        } catch (CertificateException e) {
+            throw invalid("--upstream-ca " + pemFile + " is not PEM X.509 certificates: " + e.getMessage());
+        }
+        if (parsed.isEmpty()) {
+            throw invalid("--upstream-ca " + pemFile + " holds no certificate");
+        }
+        List<X509Certificate> all = new ArrayList<>(upstreamAuthorities);
+        parsed.forEach(c -> all.add((X509Certificate) c));
+        if (all.size() > MAX_UPSTREAM_AUTHORITIES) {
+            throw invalid("--upstream-ca: " + all.size() + " certificates in all, at most " + MAX_UPSTREAM_AUTHORITIES);
+        }
+        return new OperatorNetwork(hostAliases, all);
+    }
+
+    /** Adds this configuration to one launch. */
+    void applyTo(LaunchBundles.Request.Builder request) {
+        hostAliases.forEach(request::hostAlias);
+        upstreamAuthorities.forEach(request::upstreamAuthority);
+    }
+
+    private static String hostName(String name) {
+        String n = name.toLowerCase(Locale.ROOT);
+        if (n.endsWith(".")) {
+            n = n.substring(0, n.length() - 1);
+        }
+        if (n.isEmpty() || n.length() > 253 || !HOST_NAME.matcher(n).matches()) {
+            throw invalid("a host alias name is a DNS host name (letters, digits, '-', '_', dots; no '*'): '" + name + "'");
+        }
+        if (IP_LITERAL.matcher(n).matches()) {
+            throw invalid("a host alias name is a name, not an address: '" + name + "'");
+        }
+        return n;
+    }
+
+    private static void checkAddress(String name, InetAddress address) {
+        if (address.isAnyLocalAddress() || address.isMulticastAddress()) {
+            throw invalid("host alias " + name + " maps to " + address.getHostAddress() + ", which is not a host address");
+        }
+    }
+
+    private static GatewayException invalid(String message) {
+        return new GatewayException(GatewayException.Reason.INVALID, message);
+    }
+}
