@@ -348,12 +348,11 @@ final class SessionHub extends GatewaySessionGrpc.GatewaySessionImplBase {
             }
             if (record == null || record.runtimeGeneration() != claims.runtimeGeneration()
                     || !record.sessionLineage().equals(claims.sessionLineage())) {
-                end(Status.UNAUTHENTICATED, "token refused: not the current launch of this sandbox");
+                refuse(record, "token refused: not the current launch of this sandbox");
                 return;
             }
             if (claims.credentialEpoch() < record.credentialEpoch()) {
-                end(Status.UNAUTHENTICATED, "token refused: credential epoch " + claims.credentialEpoch()
-                        + " was superseded");
+                refuse(record, "token refused: credential epoch " + claims.credentialEpoch() + " was superseded");
                 return;
             }
             if (record.state() != SandboxState.RUNNING && record.state() != SandboxState.PROVISIONING) {
@@ -386,6 +385,18 @@ final class SessionHub extends GatewaySessionGrpc.GatewaySessionImplBase {
                     .setCredentialEpoch(record.credentialEpoch())).build());
             // The token that opened this session must never open another: supersede it at once.
             refreshTimer = timers.schedule(this::scheduledRefresh, 0, TimeUnit.MILLISECONDS);
+        }
+
+        /**
+         * Refuses a hello whose token this gateway did sign but that is no longer good: a leaked
+         * or replayed credential, so the sandbox's log says so. (Tokens that do not verify are
+         * refused without a log line: anyone could send those, and they must not push real lines out.)
+         */
+        private void refuse(SandboxRecord record, String reason) {
+            if (record != null) {
+                note(record.id(), "a session hello was refused (" + reason + "); the current session is unaffected");
+            }
+            end(Status.UNAUTHENTICATED, reason);
         }
 
         private void scheduledRefresh() {

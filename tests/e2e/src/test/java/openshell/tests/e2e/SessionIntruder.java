@@ -33,8 +33,14 @@ final class SessionIntruder {
      * @param ending   how the stream ended
      */
     record Attempt(List<GatewayMessage> received, Throwable ending) {
+        /** {@link #refusal()} of a stream the gateway ended without an error status. */
+        static final String COMPLETED = "completed";
+
         /** @return the gRPC status description, or the stream's end if it was not a gRPC status */
         String refusal() {
+            if (ending == null) {
+                return COMPLETED;
+            }
             return ending instanceof StatusRuntimeException s ? s.getStatus().getCode() + ": "
                     + s.getStatus().getDescription() : String.valueOf(ending);
         }
@@ -85,7 +91,7 @@ final class SessionIntruder {
 
             @Override
             public void onCompleted() {
-                ended.complete(new IllegalStateException("the gateway completed the stream"));
+                ended.complete(null);
             }
         });
         out.onNext(SupervisorMessage.newBuilder().setHello(SessionHello.newBuilder().setGatewayToken(token)
