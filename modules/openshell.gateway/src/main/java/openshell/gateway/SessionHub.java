@@ -504,10 +504,14 @@ final class SessionHub extends GatewaySessionGrpc.GatewaySessionImplBase {
 
         @Override
         public void onError(Throwable t) {
+            boolean first;
             synchronized (out) {
+                first = !ended;
                 ended = true;
             }
-            cleanUp("the supervisor's stream failed");
+            if (first) {
+                cleanUp("the supervisor's stream failed");
+            }
         }
 
         @Override

@@ -282,6 +282,10 @@ public final class SandboxStore implements AutoCloseable {
             return;
         }
         inTransaction(tx -> {
+            // A late line about a deleted sandbox (its stream failing after delete) must not outlive it.
+            if (tx.get("SELECT id FROM sandboxes WHERE id = ?", id.value()).isEmpty()) {
+                return null;
+            }
             long last = tx.get("SELECT MAX(seq) FROM sandbox_logs WHERE sandbox_id = ?", id.value())
                     .flatMap(r -> Optional.ofNullable(r.column(1).get(Long.class))).orElse(0L);
             for (String line : lines) {

@@ -7,6 +7,7 @@ import random
 import socket
 import struct
 import sys
+import time
 
 other = json.loads(sys.argv[1])
 result = {}
@@ -83,6 +84,20 @@ def signal_marked(marker):
     return "no such process in /proc"
 
 
+def signal_own_child():
+    child = os.fork()
+    if child == 0:
+        time.sleep(30)
+        os._exit(0)
+    try:
+        os.kill(child, 0)
+        return "signalled own child"
+    finally:
+        os.kill(child, 9)
+        os.waitpid(child, 0)
+
+
+attempt("signalOwnChild", signal_own_child)
 attempt("signalByName", lambda: signal_marked(other["marker"]))
 attempt("proc", lambda: read("/proc/" + str(other["pid"]) + "/cmdline"))
 attempt("kill", lambda: os.kill(other["pid"], 0))
