@@ -12,10 +12,20 @@
  * runtime inside, as the namespace's root. Killing the holder makes the kernel kill every process
  * of the pid namespace: cleanup needs neither the supervisor nor the runtime.
  *
+ * <h2>Cleanup and gateway restarts</h2>
+ * Everything the driver needs to find a sandbox again is in the state the gateway persists (holder
+ * and supervisor by pid and start time, slot, channel), and nothing of a sandbox is a child that dies
+ * with the gateway: after a gateway restart, stop and delete reach the same processes. Delete kills the
+ * supervisor (if it still runs), the holder (and with it the whole pid namespace) and the sandbox's
+ * cgroup, then removes its run directory and socket, its state, its fresh workspace and its id-range
+ * slot, whether or not the supervisor is alive.
+ *
  * <h2>What each program receives</h2>
  * Both launchers get {@code --sandbox ID --generation N --channel SOCKET --bundle-stdin}; the
  * supervisor also {@code --runtime-uid UID} (the peer it must accept on the channel), the runtime
- * {@code --workspace DIR} when one is given. The launch bundle is the whole of standard input; it is
+ * {@code --workspace DIR}: the one the user gave, or else a fresh one the driver makes under its
+ * {@code workspace.root} setting and removes on delete (never in the host's shared {@code /tmp}, where
+ * nothing would ever remove it). The launch bundle is the whole of standard input; it is
  * never a file or an argument. The supervisor listens on {@code SOCKET}, inside a 0700 directory
  * owned by the sandbox's mapped root; the runtime dials it.
  *

@@ -26,6 +26,15 @@
  * {@code REFRESH_MARGIN} before expiry. Policy sets, exec relays and logs travel on this stream.
  * Plain HTTP/2 suits a loopback gateway; a gateway on another host needs TLS in front.
  *
+ * <h2>Gateway restarts</h2>
+ * Nothing of a sandbox lives only in the gateway's memory: records, launch specifications,
+ * policies and log lines are in the store, and supervisors and workloads are not children that die
+ * with the gateway. After SIGTERM or SIGKILL a gateway started on the same state directory and
+ * port (the address each supervisor's launch names) finds every sandbox as it was; each supervisor
+ * reconnects on its own with its newest token, is refreshed to the next credential epoch at once,
+ * and every older token stays refused. The runtime generation does not change: it is the same
+ * launch.
+ *
  * <h2>Storage</h2>
  * Sandbox records live in an embedded H2 database under the state directory by default (zero
  * setup) or in PostgreSQL for several gateway replicas on one database. The schema is versioned;
@@ -55,7 +64,7 @@
  * <tr><td>{@code SessionHub.TOKEN_LIFETIME}</td><td>30 min</td><td>tokens expire; refreshed 10 min before</td></tr>
  * <tr><td>{@code SessionHub.MAX_EXECS_PER_SESSION}</td><td>64</td><td>the next exec is refused (429)</td></tr>
  * <tr><td>{@code SessionHub.MAX_EXEC_EVENTS}</td><td>256</td><td>the supervisor's stream waits up to 30 s, then the exec is abandoned</td></tr>
- * <tr><td>{@code SessionHub.MAX_LOG_LINES}</td><td>1000 per sandbox</td><td>the oldest line goes</td></tr>
+ * <tr><td>{@code SessionHub.MAX_LOG_LINES}</td><td>1000 per sandbox, in the store</td><td>the oldest line goes</td></tr>
  * <tr><td>{@code SessionHub.MAX_LOG_LINE_CHARS}</td><td>4096</td><td>the line is cut</td></tr>
  * </table>
  */

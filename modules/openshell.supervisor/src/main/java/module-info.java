@@ -69,6 +69,10 @@
  * <tr><td>{@code CredentialProvider.MAX_SECRET_BYTES}</td><td>8 KiB</td><td>configuration refused (value not echoed)</td></tr>
  * <tr><td>{@code CredentialProvider.MAX_HOSTS}</td><td>64 per provider</td><td>configuration refused</td></tr>
  * <tr><td>{@code SupervisorMain.ATTACH_WAIT}</td><td>120 s</td><td>the runtime did not dial in and attach: exit 70</td></tr>
+ * <tr><td>{@code GatewaySession.RECONNECT_DELAY}</td><td>2 s</td><td>wait before the next session attempt</td></tr>
+ * <tr><td>{@code GatewaySession.LIVENESS_INTERVAL}</td><td>5 s</td><td>an empty log message on an idle session; a gateway
+ *     gone without closing the stream (SIGKILL) is noticed by the failing write within about two intervals, and the
+ *     session is opened again</td></tr>
  * <tr><td>{@code LaunchBundles.MAX_BUNDLE_BYTES}</td><td>1 MiB</td><td>exit 64, nothing started</td></tr>
  * <tr><td>{@code LaunchBundles.MAX_HOST_ALIASES} / {@code MAX_UPSTREAM_AUTHORITIES}</td><td>256 / 64</td><td>exit 64, nothing started</td></tr>
  * <tr><td>{@code OpenShellRuntimeBackend.CALL_DEADLINE}</td><td>30 s</td><td>a control call to the runtime fails UNAVAILABLE</td></tr>

@@ -74,8 +74,16 @@ final class GatewayClient {
     }
 
     Reply call(String method, String path, JsonObject payload) {
-        HttpClientRequest request = client.method(Method.create(method)).path(path)
+        // A query (path?k=v&...) goes as query parameters: as part of the path it would be encoded away.
+        int q = path.indexOf('?');
+        HttpClientRequest request = client.method(Method.create(method)).path(q < 0 ? path : path.substring(0, q))
                 .header(HeaderNames.AUTHORIZATION, "Bearer " + token);
+        if (q >= 0) {
+            for (String pair : path.substring(q + 1).split("&")) {
+                int eq = pair.indexOf('=');
+                request.queryParam(eq < 0 ? pair : pair.substring(0, eq), eq < 0 ? "" : pair.substring(eq + 1));
+            }
+        }
         if (payload != null) {
             request.header(HeaderNames.CONTENT_TYPE, "application/json");
         }
@@ -85,6 +93,10 @@ final class GatewayClient {
             if (!text.isBlank()) {
                 try (JsonReader r = Json.createReader(new StringReader(text))) {
                     body = r.readObject();
+                } catch (jakarta.json.JsonException | IllegalStateException e) {
+                    // Not the gateway's JSON (a proxy, another server on the port): say what came back.
+                    body = Json.createObjectBuilder().add("message", "HTTP " + response.status().code() + " from "
+                            + path + ": " + text.strip().lines().findFirst().orElse("")).build();
                 }
             }
             return new Reply(response.status().code(), body);

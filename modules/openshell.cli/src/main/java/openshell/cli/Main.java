@@ -53,8 +53,9 @@ public final class Main {
                                                                    a named secret bound to hosts; the agent
                                                                    sees only a placeholder in VAR
               provider list | provider delete NAME
-              policy set NAME FILE                                 replace a running sandbox's policy; prints
-                                                                   LOADED, or FAILED (exit 1) and why
+              policy set NAME --policy FILE [--wait]               replace a running sandbox's policy: sends it;
+                                                                   with --wait prints LOADED, or FAILED (exit 1)
+                                                                   and why
               policy check --policy FILE                           validate; problems with line numbers
               policy explain --policy FILE --binary PATH [--sha256 HEX] [--ancestor PATH]...
                              --host H --port P [--method M --path P]
@@ -301,15 +302,29 @@ public final class Main {
         return 0;
     }
 
+    /**
+     * {@code policy set NAME --policy FILE [--wait]}: without {@code --wait} the gateway answers as
+     * soon as the revision is on its way to the supervisor; with it, the supervisor's LOADED or
+     * FAILED (exit 1) is the answer.
+     */
     private int policySet(Deque<String> in) {
-        String name = value(in, "policy set NAME FILE");
-        String file = value(in, "policy set NAME FILE");
-        if (file.equals("--policy")) {
-            file = value(in, "--policy");
+        String name = value(in, "policy set NAME --policy FILE [--wait]");
+        String file = null;
+        boolean wait = false;
+        while (!in.isEmpty()) {
+            String option = in.pop();
+            switch (option) {
+                case "--policy" -> file = value(in, option);
+                case "--wait" -> wait = true;
+                default -> throw usage("unknown option for policy set: " + option + " (policy set NAME --policy FILE [--wait])");
+            }
+        }
+        if (file == null) {
+            throw usage("policy set needs --policy FILE");
         }
         String policy = SandboxCommands.readPolicy(file);
-        GatewayClient.Reply reply = GatewayClient.connect(state).call("PUT", "/v1/sandboxes/" + name + "/policy",
-                Json.createObjectBuilder().add("policy", policy).build());
+        GatewayClient.Reply reply = GatewayClient.connect(state).call("PUT", "/v1/sandboxes/" + name + "/policy"
+                + (wait ? "" : "?wait=false"), Json.createObjectBuilder().add("policy", policy).build());
         if (reply.status() == 400 && reply.body().containsKey("problems")) {
             SandboxCommands.printProblems(this, file, reply.body());
             return CliException.FAILED;
@@ -321,6 +336,12 @@ public final class Main {
             return CliException.FAILED;
         }
         JsonObject body = ok(reply);
+        if (reply.status() == 202) {
+            print(body, () -> out.println("policy generation " + body.getJsonNumber("generation") + " sent to sandbox "
+                    + name + "; openshell sandbox get " + name + " shows policyGeneration "
+                    + body.getJsonNumber("generation") + " once it is LOADED (--wait waits for LOADED or FAILED)"));
+            return 0;
+        }
         print(body, () -> out.println("policy LOADED in sandbox " + name + " (generation "
                 + body.getJsonNumber("generation") + ")"));
         return 0;

@@ -89,7 +89,8 @@ final class SandboxApi {
         }));
         r.put("/v1/sandboxes/{ref}/policy", (req, res) -> {
             String body = req.content().as(String.class);
-            GatewayServer.guarded(res, () -> setPolicy(find(req), body, res));
+            boolean wait = !req.query().first("wait").map("false"::equals).orElse(false);
+            GatewayServer.guarded(res, () -> setPolicy(find(req), body, wait, res));
         });
         r.post("/v1/sandboxes/{ref}/exec", (req, res) -> {
             String body = req.content().as(String.class);
@@ -108,9 +109,22 @@ final class SandboxApi {
         GatewayServer.send(res, Status.CREATED_201, JsonBodies.sandbox(lifecycle.create(name, policy, spec)));
     }
 
-    private void setPolicy(SandboxRecord record, String body, ServerResponse res) {
+    /**
+     * {@code PUT .../policy}: waits for the supervisor's LOADED (200) or FAILED (422) by default;
+     * with {@code ?wait=false} answers 202 SENT once the revision is on its way, and the verdict
+     * lands in the record (LOADED only) and the sandbox's log.
+     */
+    private void setPolicy(SandboxRecord record, String body, boolean wait, ServerResponse res) {
         String policy = string(parse(body), "policy");
         if (rejected(policy, res)) {
+            return;
+        }
+        if (!wait) {
+            long generation = lifecycle.sendPolicy(record, policy);
+            GatewayServer.send(res, Status.ACCEPTED_202, Json.createObjectBuilder().add("result", "SENT")
+                    .add("generation", generation)
+                    .add("message", "sent to the supervisor; the sandbox's policyGeneration becomes " + generation
+                            + " once it is loaded").build());
             return;
         }
         PolicyOutcome outcome = lifecycle.setPolicy(record, policy);

@@ -100,6 +100,7 @@ final class SandboxLifecycle {
             SandboxRecord record = store.create(new SandboxRecord(id, chosen, driverName, provisioned,
                     SandboxState.PROVISIONING, 1, 1, lineage, 1, policy, 1, now, now));
             store.saveLaunchSpec(id, spec.toJson());
+            sessions.note(id, "created with driver " + driverName + " (runtime generation 1)");
             return record;
         } catch (RuntimeException e) {
             try {
@@ -114,8 +115,9 @@ final class SandboxLifecycle {
 
     /** Stops every process of the sandbox, keeping its workspace and record. */
     SandboxRecord stop(SandboxRecord record) {
-        sessions.disconnect(record.id(), false);
+        sessions.disconnect(record.id());
         driver(record).stop(record.id(), record.provisioned().state());
+        sessions.note(record.id(), "stopped");
         return store.update(record.withState(SandboxState.STOPPED));
     }
 
@@ -135,13 +137,14 @@ final class SandboxLifecycle {
         LaunchPlan plan = new LaunchPlan(context, next.runtimeGeneration(),
                 sealer.seal(context, next.runtimeGeneration(), 1, credentials(spec)), spec.driverOptions());
         Provisioned provisioned = driver(record).start(record.id(), record.provisioned().state(), plan);
+        sessions.note(record.id(), "started (runtime generation " + next.runtimeGeneration() + ")");
         return store.update(next.withProvisioned(provisioned).withState(SandboxState.PROVISIONING));
     }
 
     /** The trusted cleanup path: the driver removes everything, supervisor or not, then the record goes. */
     void delete(SandboxRecord record) {
         store.update(record.withState(SandboxState.DELETING));
-        sessions.disconnect(record.id(), true);
+        sessions.disconnect(record.id());
         driver(record).delete(record.id(), record.provisioned().state());
         store.delete(record.id());
     }
@@ -156,20 +159,61 @@ final class SandboxLifecycle {
     }
 
     /**
-     * Sends a new policy to the supervisor and records it only if the supervisor loaded it.
+     * Sends a new policy to the supervisor, waits for its verdict, and records the policy only if
+     * the supervisor loaded it.
      *
      * @return the supervisor's outcome; the record changed only on LOADED
      */
     PolicyOutcome setPolicy(SandboxRecord record, String document) {
         requireValid(document);
         long generation = record.policyGeneration() + 1;
-        PolicyOutcome outcome = sessions.pushPolicy(record.id(), generation, document.getBytes(StandardCharsets.UTF_8));
+        PolicyOutcome outcome;
+        try {
+            outcome = sessions.pushPolicy(record.id(), generation, document.getBytes(StandardCharsets.UTF_8));
+        } catch (GatewayException e) {
+            sessions.note(record.id(), "policy generation " + generation + " not answered: " + e.getMessage());
+            throw e;
+        }
+        recordOutcome(record, generation, document, outcome);
+        return outcome;
+    }
+
+    /**
+     * Sends a new policy to the supervisor without waiting; its verdict is recorded (and logged)
+     * when it comes: the record changes only on LOADED.
+     *
+     * @return the policy generation sent
+     */
+    long sendPolicy(SandboxRecord record, String document) {
+        requireValid(document);
+        long generation = record.policyGeneration() + 1;
+        sessions.sendPolicy(record.id(), generation, document.getBytes(StandardCharsets.UTF_8)).whenComplete((o, e) -> {
+            if (e != null) {
+                sessions.note(record.id(), "policy generation " + generation + " not answered: "
+                        + SessionHub.unanswered(record.id(), e).getMessage());
+                return;
+            }
+            try {
+                recordOutcome(record, generation, document, o);
+            } catch (RuntimeException failure) {
+                sessions.note(record.id(), "policy generation " + generation + " loaded but not recorded: "
+                        + failure.getMessage());
+            }
+        });
+        sessions.note(record.id(), "policy generation " + generation + " sent");
+        return generation;
+    }
+
+    private void recordOutcome(SandboxRecord record, long generation, String document, PolicyOutcome outcome) {
         if (outcome.getResult() == PolicyOutcome.Result.LOADED) {
             SandboxRecord current = store.find(record.id()).orElseThrow(() ->
                     new GatewayException(Reason.NOT_FOUND, "sandbox " + record.name() + " was deleted"));
             store.update(current.withPolicy(generation, document));
+            sessions.note(record.id(), "policy generation " + generation + " LOADED");
+        } else {
+            sessions.note(record.id(), "policy generation " + generation + " FAILED: " + outcome.getMessage()
+                    + "; the previous policy stays in force");
         }
-        return outcome;
     }
 
     private ComputeDriver driver(SandboxRecord record) {

@@ -2,8 +2,6 @@ package openshell.gateway;
 
 import java.time.Clock;
 import java.time.Duration;
-import java.util.ArrayDeque;
-import java.util.Deque;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -84,7 +82,6 @@ final class SessionHub extends GatewaySessionGrpc.GatewaySessionImplBase {
     private final ScheduledExecutorService timers;
     private final Clock clock;
     private final Map<String, Session> live = new ConcurrentHashMap<>();
-    private final Map<String, Deque<String>> logs = new ConcurrentHashMap<>();
 
     SessionHub(SandboxStore store, TokenIssuer issuer, ScheduledExecutorService timers, Clock clock) {
         this.store = store;
@@ -118,25 +115,25 @@ final class SessionHub extends GatewaySessionGrpc.GatewaySessionImplBase {
     /**
      * Ends the sandbox's session (stop, delete, relaunch); its supervisor is being killed anyway.
      *
-     * @param id     the sandbox
-     * @param forget whether its logs go too
+     * @param id the sandbox
      */
-    void disconnect(SandboxId id, boolean forget) {
+    void disconnect(SandboxId id) {
         Optional.ofNullable(live.get(id.value())).ifPresent(s -> s.end(Status.CANCELLED, "the sandbox is being stopped"));
-        if (forget) {
-            logs.remove(id.value());
-        }
     }
 
-    /** @return the kept log lines of a sandbox, oldest first */
+    /** @return the kept log lines of a sandbox, oldest first (they outlive a gateway restart) */
     List<String> logs(SandboxId id) {
-        Deque<String> lines = logs.get(id.value());
-        if (lines == null) {
-            return List.of();
-        }
-        synchronized (lines) {
-            return List.copyOf(lines);
-        }
+        return store.logs(id);
+    }
+
+    /**
+     * Records one of the gateway's own events about a sandbox in its log.
+     *
+     * @param id    the sandbox
+     * @param event what happened
+     */
+    void note(SandboxId id, String event) {
+        log(id.value(), List.of(clock.instant().truncatedTo(java.time.temporal.ChronoUnit.SECONDS) + " gateway: " + event));
     }
 
     /**
@@ -146,6 +143,25 @@ final class SessionHub extends GatewaySessionGrpc.GatewaySessionImplBase {
      * @throws GatewayException UNAVAILABLE without a session or without an answer in {@link #POLICY_TIMEOUT}
      */
     PolicyOutcome pushPolicy(SandboxId id, long generation, byte[] document) {
+        CompletableFuture<PolicyOutcome> outcome = sendPolicy(id, generation, document);
+        try {
+            return outcome.get();
+        } catch (ExecutionException e) {
+            throw unanswered(id, e.getCause());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new GatewayException(GatewayException.Reason.UNAVAILABLE, "interrupted");
+        }
+    }
+
+    /**
+     * Sends a validated policy generation without waiting.
+     *
+     * @return the supervisor's verdict; completes exceptionally (a {@link GatewayException}
+     *         UNAVAILABLE) when the session ends first or after {@link #POLICY_TIMEOUT}
+     * @throws GatewayException UNAVAILABLE without a session
+     */
+    CompletableFuture<PolicyOutcome> sendPolicy(SandboxId id, long generation, byte[] document) {
         Session s = session(id);
         String revision = UUID.randomUUID().toString();
         CompletableFuture<PolicyOutcome> outcome = new CompletableFuture<>();
@@ -153,19 +169,22 @@ final class SessionHub extends GatewaySessionGrpc.GatewaySessionImplBase {
         try {
             s.send(GatewayMessage.newBuilder().setPolicy(PolicyRevision.newBuilder().setRevisionId(revision)
                     .setGeneration(generation).setDocument(ByteString.copyFrom(document))).build());
-            return outcome.get(POLICY_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
-        } catch (TimeoutException e) {
-            throw new GatewayException(GatewayException.Reason.UNAVAILABLE, "the supervisor of " + id
-                    + " did not answer the policy revision within " + POLICY_TIMEOUT);
-        } catch (ExecutionException e) {
-            throw new GatewayException(GatewayException.Reason.UNAVAILABLE, "the session of " + id
-                    + " ended before the policy revision was answered");
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new GatewayException(GatewayException.Reason.UNAVAILABLE, "interrupted");
-        } finally {
+        } catch (RuntimeException e) {
             s.policies.remove(revision);
+            throw e;
         }
+        return outcome.orTimeout(POLICY_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)
+                .whenComplete((o, e) -> s.policies.remove(revision));
+    }
+
+    /** @return why a policy revision has no verdict, as the API reports it */
+    static GatewayException unanswered(SandboxId id, Throwable cause) {
+        Throwable c = cause instanceof java.util.concurrent.CompletionException ? cause.getCause() : cause;
+        return c instanceof TimeoutException
+                ? new GatewayException(GatewayException.Reason.UNAVAILABLE, "the supervisor of " + id
+                        + " did not answer the policy revision within " + POLICY_TIMEOUT)
+                : new GatewayException(GatewayException.Reason.UNAVAILABLE, "the session of " + id
+                        + " ended before the policy revision was answered");
     }
 
     /**
@@ -221,14 +240,12 @@ final class SessionHub extends GatewaySessionGrpc.GatewaySessionImplBase {
     }
 
     private void log(String sandbox, List<String> lines) {
-        Deque<String> ring = logs.computeIfAbsent(sandbox, k -> new ArrayDeque<>());
-        synchronized (ring) {
-            for (String line : lines) {
-                ring.addLast(line.length() > MAX_LOG_LINE_CHARS ? line.substring(0, MAX_LOG_LINE_CHARS) : line);
-                while (ring.size() > MAX_LOG_LINES) {
-                    ring.removeFirst();
-                }
-            }
+        List<String> cut = lines.stream().map(l -> l.length() > MAX_LOG_LINE_CHARS ? l.substring(0, MAX_LOG_LINE_CHARS) : l)
+                .toList();
+        try {
+            store.appendLogs(new SandboxId(sandbox), cut, MAX_LOG_LINES);
+        } catch (RuntimeException e) {
+            // A log line must never end a session; the supervisor keeps its own log file too.
         }
     }
 
@@ -331,12 +348,11 @@ final class SessionHub extends GatewaySessionGrpc.GatewaySessionImplBase {
             }
             if (record == null || record.runtimeGeneration() != claims.runtimeGeneration()
                     || !record.sessionLineage().equals(claims.sessionLineage())) {
-                end(Status.UNAUTHENTICATED, "token refused: not the current launch of this sandbox");
+                refuse(record, "token refused: not the current launch of this sandbox");
                 return;
             }
             if (claims.credentialEpoch() < record.credentialEpoch()) {
-                end(Status.UNAUTHENTICATED, "token refused: credential epoch " + claims.credentialEpoch()
-                        + " was superseded");
+                refuse(record, "token refused: credential epoch " + claims.credentialEpoch() + " was superseded");
                 return;
             }
             if (record.state() != SandboxState.RUNNING && record.state() != SandboxState.PROVISIONING) {
@@ -361,12 +377,26 @@ final class SessionHub extends GatewaySessionGrpc.GatewaySessionImplBase {
             if (previous != null && previous != this) {
                 previous.end(Status.ALREADY_EXISTS, "replaced by a newer session");
             }
+            note(record.id(), "session opened at credential epoch " + claims.credentialEpoch() + " (runtime generation "
+                    + generation + ")");
             send(GatewayMessage.newBuilder().setConfig(SessionConfig.newBuilder()
                     .setPolicyGeneration(record.policyGeneration())
                     .setPolicyDocument(ByteString.copyFromUtf8(record.policyDocument()))
                     .setCredentialEpoch(record.credentialEpoch())).build());
             // The token that opened this session must never open another: supersede it at once.
             refreshTimer = timers.schedule(this::scheduledRefresh, 0, TimeUnit.MILLISECONDS);
+        }
+
+        /**
+         * Refuses a hello whose token this gateway did sign but that is no longer good: a leaked
+         * or replayed credential, so the sandbox's log says so. (Tokens that do not verify are
+         * refused without a log line: anyone could send those, and they must not push real lines out.)
+         */
+        private void refuse(SandboxRecord record, String reason) {
+            if (record != null) {
+                note(record.id(), "a session hello was refused (" + reason + "); the current session is unaffected");
+            }
+            end(Status.UNAUTHENTICATED, reason);
         }
 
         private void scheduledRefresh() {
@@ -403,6 +433,7 @@ final class SessionHub extends GatewaySessionGrpc.GatewaySessionImplBase {
                 throw new GatewayException(GatewayException.Reason.UNAVAILABLE, "wrong acknowledgement");
             }
             store.raiseEpoch(record.id(), generation, next);
+            note(record.id(), "tokens refreshed to credential epoch " + next);
             Duration untilRefresh = Duration.between(clock.instant(), pair.expiresAt().minus(REFRESH_MARGIN));
             if (!ended) {
                 refreshTimer = timers.schedule(this::scheduledRefresh, Math.max(0, untilRefresh.toMillis()),
@@ -463,6 +494,7 @@ final class SessionHub extends GatewaySessionGrpc.GatewaySessionImplBase {
             }
             if (sandbox != null) {
                 live.remove(sandbox, this);
+                note(new SandboxId(sandbox), reason);
             }
             pendingAck.completeExceptionally(new IllegalStateException(reason));
             policies.values().forEach(f -> f.completeExceptionally(new IllegalStateException(reason)));
@@ -472,10 +504,14 @@ final class SessionHub extends GatewaySessionGrpc.GatewaySessionImplBase {
 
         @Override
         public void onError(Throwable t) {
+            boolean first;
             synchronized (out) {
+                first = !ended;
                 ended = true;
             }
-            cleanUp("the supervisor's stream failed");
+            if (first) {
+                cleanUp("the supervisor's stream failed");
+            }
         }
 
         @Override

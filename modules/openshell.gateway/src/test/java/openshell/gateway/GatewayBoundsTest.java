@@ -1,6 +1,7 @@
 package openshell.gateway;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -78,7 +79,11 @@ class GatewayBoundsTest {
                 sup.send.onNext(SupervisorMessage.newBuilder().setLogs(LogLines.newBuilder().addAllLines(lines)).build());
                 List<String> kept = awaitLast(g, "line " + SessionHub.MAX_LOG_LINES);
                 assertEquals(SessionHub.MAX_LOG_LINES, kept.size());
-                assertEquals("line 1", kept.getFirst(), "the oldest line went");
+                assertFalse(kept.contains("line 0"), "the oldest line went");
+                // A gateway event about the sandbox (its refresh) may land after the batch and push one more out.
+                List<String> fromSupervisor = kept.stream().filter(l -> l.startsWith("line ")).toList();
+                assertTrue(fromSupervisor.size() >= SessionHub.MAX_LOG_LINES - 1, "the rest is kept: " + fromSupervisor.size());
+                assertEquals("line " + SessionHub.MAX_LOG_LINES, fromSupervisor.getLast(), "oldest first");
             }
         }
     }
@@ -88,7 +93,7 @@ class GatewayBoundsTest {
         while (true) {
             List<String> lines = g.call("GET", "/v1/sandboxes/web/logs", null).json().getJsonArray("lines")
                     .getValuesAs(jakarta.json.JsonString.class).stream().map(jakarta.json.JsonString::getString).toList();
-            if (!lines.isEmpty() && lines.getLast().equals(last)) {
+            if (lines.contains(last)) {
                 return lines;
             }
             assertTrue(System.nanoTime() < deadline, "logs not kept in time");

@@ -41,6 +41,13 @@ import openshell.protocol.wire.TokenRefresh;
 final class GatewaySession implements AutoCloseable {
     /** Wait before reconnecting after the stream ended. */
     static final Duration RECONNECT_DELAY = Duration.ofSeconds(2);
+    /**
+     * How often an idle session writes an empty log message. Helidon 4.1.7's gRPC client never
+     * reports a stream whose gateway died without closing it (SIGKILL): its reader only retries
+     * its poll. A write is what fails on the dead connection, which ends the call and lets this
+     * session reconnect.
+     */
+    static final Duration LIVENESS_INTERVAL = Duration.ofSeconds(5);
     /** Execs the gateway may run at once through this session; further ones get an error event. */
     static final int MAX_EXECS = 64;
     /** Largest chunk of exec output per message. */
@@ -129,7 +136,7 @@ final class GatewaySession implements AutoCloseable {
                 send(SupervisorMessage.newBuilder().setHello(SessionHello.newBuilder()
                         .setGatewayToken(tokens.get().gatewayToken()).setSandboxId(sandboxId)
                         .setRuntimeGeneration(generation).setPolicyGeneration(policyGeneration.get())).build());
-                ended.join();
+                awaitEnd(ended);
             } catch (RuntimeException e) {
                 // Cannot reach the gateway now; try again after the delay.
             }
@@ -147,6 +154,23 @@ final class GatewaySession implements AutoCloseable {
                 } catch (InterruptedException e) {
                     return;
                 }
+            }
+        }
+    }
+
+    /** Waits for the stream to end, writing an empty log message each idle {@link #LIVENESS_INTERVAL}. */
+    private void awaitEnd(CompletableFuture<Void> ended) {
+        while (!ended.isDone() && !closed.get()) {
+            try {
+                ended.get(LIVENESS_INTERVAL.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+            } catch (java.util.concurrent.TimeoutException idle) {
+                send(SupervisorMessage.newBuilder().setLogs(LogLines.getDefaultInstance()).build());
+            } catch (InterruptedException e) {
+                // close() interrupts: the loop ends with the session.
+                Thread.currentThread().interrupt();
+                return;
+            } catch (java.util.concurrent.ExecutionException e) {
+                return;
             }
         }
     }

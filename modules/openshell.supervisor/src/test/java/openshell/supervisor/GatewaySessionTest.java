@@ -62,10 +62,19 @@ class GatewaySessionTest {
             };
         }
 
+        /** @return the next message other than the liveness writes (empty log messages) */
         SupervisorMessage next() throws InterruptedException {
-            SupervisorMessage m = received.poll(WAIT.toSeconds(), TimeUnit.SECONDS);
-            assertNotNull(m, "nothing from the supervisor within " + WAIT);
-            return m;
+            while (true) {
+                SupervisorMessage m = received.poll(WAIT.toSeconds(), TimeUnit.SECONDS);
+                assertNotNull(m, "nothing from the supervisor within " + WAIT);
+                if (!liveness(m)) {
+                    return m;
+                }
+            }
+        }
+
+        static boolean liveness(SupervisorMessage m) {
+            return m.hasLogs() && m.getLogs().getLinesCount() == 0;
         }
 
         StreamObserver<GatewayMessage> stream() throws InterruptedException {
@@ -151,6 +160,13 @@ class GatewaySessionTest {
             assertEquals("hello", gateway.next().getExecEvent().getStdout().toStringUtf8());
             assertEquals("/bin/cat", gateway.next().getExecEvent().getStderr().toStringUtf8());
             assertEquals(7, gateway.next().getExecEvent().getExitCode());
+
+            // An idle session writes an empty log message each LIVENESS_INTERVAL: what notices a dead gateway.
+            gateway.received.clear();
+            SupervisorMessage idle = gateway.received.poll(GatewaySession.LIVENESS_INTERVAL.multipliedBy(4).toSeconds(),
+                    TimeUnit.SECONDS);
+            assertNotNull(idle, "no liveness write within " + GatewaySession.LIVENESS_INTERVAL.multipliedBy(4));
+            assertTrue(GatewayDouble.liveness(idle), idle.toString());
 
             // The gateway ends the stream: the supervisor comes back with the newest token.
             out.onError(Status.UNAVAILABLE.asRuntimeException());

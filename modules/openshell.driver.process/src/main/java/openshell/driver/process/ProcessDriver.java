@@ -36,8 +36,12 @@ import openshell.isolation.SandboxId;
  *
  * <p>Settings (trusted gateway configuration): {@code supervisor.launcher} and
  * {@code runtime.launcher} (absolute paths of the two programs' launchers), {@code run.root}
- * (default {@code /run/openshell}; must be traversable, 0711, by the sandboxes' mapped users).
- * Options: {@code workspace} (an existing absolute host directory, writable by the agent).
+ * (default {@code /run/openshell}; must be traversable, 0711, by the sandboxes' mapped users),
+ * {@code workspace.root} (default {@code /var/tmp/openshell-workspaces}, made 0711: where a sandbox
+ * launched without a workspace gets its fresh one, {@code <workspace.root>/<id>}, 0700 and owned by
+ * the workload's host uid; kept across stop and start, removed by delete).
+ * Options: {@code workspace} (an existing absolute host directory, writable by the agent; never
+ * removed by the driver).
  */
 final class ProcessDriver implements ComputeDriver {
     static final String NAME = "process";
@@ -48,6 +52,7 @@ final class ProcessDriver implements ComputeDriver {
 
     private final DriverEnvironment environment;
     private final Path runRoot;
+    private final Path workspaceRoot;
     private final Path stateRoot;
     private final SlotAllocator slots;
 
@@ -55,10 +60,12 @@ final class ProcessDriver implements ComputeDriver {
         // Launchers are looked up when a sandbox is launched, not here: cleanup must work without them.
         this.environment = environment;
         this.runRoot = Path.of(environment.settings().getOrDefault("run.root", "/run/openshell"));
+        this.workspaceRoot = Path.of(environment.settings().getOrDefault("workspace.root", "/var/tmp/openshell-workspaces"));
         this.stateRoot = environment.stateRoot().resolve(NAME);
         this.slots = new SlotAllocator(stateRoot.resolve("slots"));
-        if (!runRoot.isAbsolute()) {
-            throw new DriverException(Kind.INVALID, "run.root must be absolute: " + runRoot);
+        if (!runRoot.isAbsolute() || !workspaceRoot.isAbsolute()) {
+            throw new DriverException(Kind.INVALID, "run.root and workspace.root must be absolute: " + runRoot + ", "
+                    + workspaceRoot);
         }
     }
 
@@ -78,6 +85,7 @@ final class ProcessDriver implements ComputeDriver {
             slots.release(slot, id);
             removeQuietly(runRoot.resolve(id.value()));
             removeQuietly(stateDir(id));
+            removeQuietly(workspaceRoot.resolve(id.value()));
             throw e;
         }
     }
@@ -106,6 +114,8 @@ final class ProcessDriver implements ComputeDriver {
         stop(id, state);
         remove(runRoot.resolve(id.value()));
         remove(stateDir(id));
+        // Only the fresh workspace the driver made; a host directory given with --workspace is the user's.
+        remove(workspaceRoot.resolve(id.value()));
         slots.release(t.slot(), id);
     }
 
@@ -149,7 +159,9 @@ final class ProcessDriver implements ComputeDriver {
             holder = NamespaceHolder.create(ids);
             List<String> runtimeCommand = new ArrayList<>(List.of(runtimeLauncher.toString()));
             runtimeCommand.addAll(common);
-            Optional.ofNullable(plan.options().get("workspace")).ifPresent(w -> runtimeCommand.addAll(List.of("--workspace", w)));
+            String workspace = Optional.ofNullable(plan.options().get("workspace"))
+                    .orElseGet(() -> freshWorkspace(id, ids, plan).toString());
+            runtimeCommand.addAll(List.of("--workspace", workspace));
             // The runtime enters the sandbox's delegated cgroup before nsenter, so its workload leaf is its own to manage.
             List<String> prefix = SandboxCgroup.of(id).map(cgroup -> {
                 cgroup.create(ids.first());
@@ -166,6 +178,29 @@ final class ProcessDriver implements ComputeDriver {
                 holder.kill();
             }
             throw e;
+        }
+    }
+
+    /**
+     * The driver's own workspace for a sandbox launched without one: where delete finds it again,
+     * unlike a directory the runtime would make in the host's /tmp.
+     */
+    private Path freshWorkspace(SandboxId id, IdRange ids, LaunchPlan plan) {
+        Path dir = workspaceRoot.resolve(id.value());
+        try {
+            if (!Files.isDirectory(workspaceRoot)) {
+                Files.createDirectories(workspaceRoot);
+                Files.setPosixFilePermissions(workspaceRoot, PosixFilePermissions.fromString("rwx--x--x"));
+            }
+            privateDirectory(dir);
+            long uid = ids.first() + plan.context().workload().uid();
+            long gid = ids.first() + plan.context().workload().gid();
+            Files.setAttribute(dir, "unix:uid", (int) uid);
+            Files.setAttribute(dir, "unix:gid", (int) gid);
+            return dir;
+        } catch (IOException | UnsupportedOperationException e) {
+            throw new DriverException(Kind.UNAVAILABLE, "cannot make the workspace " + dir + " for the sandbox's workload"
+                    + " (the process driver needs root): " + e.getMessage(), e);
         }
     }
 

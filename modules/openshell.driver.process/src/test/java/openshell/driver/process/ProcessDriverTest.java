@@ -49,6 +49,7 @@ class ProcessDriverTest {
 
     private Path runRoot;
     private Path stateRoot;
+    private Path workspaceRoot;
     private ProcessDriver driver;
     private final List<Runnable> cleanups = new java.util.ArrayList<>();
 
@@ -68,8 +69,10 @@ class ProcessDriverTest {
         runRoot = Files.createDirectory(tmp.resolve("run"));
         Files.setPosixFilePermissions(runRoot, PosixFilePermissions.fromString("rwx--x--x"));
         stateRoot = Files.createDirectory(tmp.resolve("state"));
+        workspaceRoot = tmp.resolve("workspaces");
         driver = new ProcessDriver(new DriverEnvironment(stateRoot, Map.of("supervisor.launcher", supervisor.toString(),
-                "runtime.launcher", runtime.toString(), "run.root", runRoot.toString())));
+                "runtime.launcher", runtime.toString(), "run.root", runRoot.toString(),
+                "workspace.root", workspaceRoot.toString())));
     }
 
     @AfterEach
@@ -122,6 +125,11 @@ class ProcessDriverTest {
             assertTrue(runtimeLog.contains("bundle: " + sha256(RUNTIME_BUNDLE)), runtimeLog);
             assertTrue(runtimeLog.contains("uid: 0"), "the runtime is the namespace's root: " + runtimeLog);
             assertTrue(runtimeLog.contains("--channel " + runRoot.resolve("alpha/supervisor.sock")), runtimeLog);
+            Path workspace = workspaceRoot.resolve("alpha");
+            assertTrue(runtimeLog.contains("--workspace " + workspace), "a fresh workspace the driver owns: " + runtimeLog);
+            assertEquals("rwx------", PosixFilePermissions.toString(Files.getPosixFilePermissions(workspace)));
+            assertEquals((int) (IdRange.slot(0).first() + 1000), Files.getAttribute(workspace, "unix:uid"),
+                    "owned by the workload's host uid");
             String supervisorLog = awaitLog("alpha", "supervisor.log", "pidns:");
             assertTrue(supervisorLog.contains("bundle: " + sha256(SUPERVISOR_BUNDLE)), supervisorLog);
             assertTrue(supervisorLog.contains("--runtime-uid " + IdRange.slot(0).first()), supervisorLog);
@@ -152,6 +160,7 @@ class ProcessDriverTest {
         assertEquals(DriverStatus.Phase.GONE, driver.status(id, p.state()).phase());
         assertFalse(Files.exists(runRoot.resolve("alpha")));
         assertFalse(Files.exists(stateRoot.resolve("process/sandboxes/alpha")));
+        assertFalse(Files.exists(workspaceRoot.resolve("alpha")), "the driver's fresh workspace goes with the sandbox");
         assertFalse(Files.exists(stateRoot.resolve("process/slots/0")), "the id range is free again");
         driver.delete(id, p.state());
     }

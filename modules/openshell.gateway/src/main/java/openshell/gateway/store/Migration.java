@@ -18,7 +18,8 @@ record Migration(int version, String description) {
     static final List<Migration> ALL = List.of(
             new Migration(1, "sandbox records"),
             new Migration(2, "providers"),
-            new Migration(3, "launch specifications"));
+            new Migration(3, "launch specifications"),
+            new Migration(4, "sandbox log lines"));
 
     List<String> statements() {
         String resource = "migrations/V" + version + ".sql";

@@ -271,11 +271,51 @@ public final class SandboxStore implements AutoCloseable {
     }
 
     /**
+     * Appends log lines of a sandbox, dropping its oldest beyond {@code keep}.
+     *
+     * @param id    the sandbox
+     * @param lines the lines, each already cut to the column's 4096 characters
+     * @param keep  how many lines the sandbox keeps
+     */
+    public void appendLogs(SandboxId id, List<String> lines, int keep) {
+        if (lines.isEmpty()) {
+            return;
+        }
+        inTransaction(tx -> {
+            // A late line about a deleted sandbox (its stream failing after delete) must not outlive it.
+            if (tx.get("SELECT id FROM sandboxes WHERE id = ?", id.value()).isEmpty()) {
+                return null;
+            }
+            long last = tx.get("SELECT MAX(seq) FROM sandbox_logs WHERE sandbox_id = ?", id.value())
+                    .flatMap(r -> Optional.ofNullable(r.column(1).get(Long.class))).orElse(0L);
+            for (String line : lines) {
+                tx.insert("INSERT INTO sandbox_logs (sandbox_id, seq, line) VALUES (?, ?, ?)", id.value(), ++last, line);
+            }
+            tx.delete("DELETE FROM sandbox_logs WHERE sandbox_id = ? AND seq <= ?", id.value(), last - keep);
+            return null;
+        });
+    }
+
+    /**
      * @param id the sandbox
-     * @return whether a record was removed (its launch specification goes with it)
+     * @return its kept log lines, oldest first
+     */
+    public List<String> logs(SandboxId id) {
+        return guarded(() -> {
+            try (var rows = db.execute().query("SELECT line FROM sandbox_logs WHERE sandbox_id = ? ORDER BY seq",
+                    id.value())) {
+                return rows.map(r -> r.column(1).get(String.class)).toList();
+            }
+        });
+    }
+
+    /**
+     * @param id the sandbox
+     * @return whether a record was removed (its launch specification and logs go with it)
      */
     public boolean delete(SandboxId id) {
         return inTransaction(tx -> {
+            tx.delete("DELETE FROM sandbox_logs WHERE sandbox_id = ?", id.value());
             tx.delete("DELETE FROM sandbox_launches WHERE sandbox_id = ?", id.value());
             return tx.delete("DELETE FROM sandboxes WHERE id = ?", id.value()) == 1;
         });

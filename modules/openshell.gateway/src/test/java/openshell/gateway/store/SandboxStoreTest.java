@@ -60,6 +60,28 @@ class SandboxStoreTest {
 
     @ParameterizedTest
     @MethodSource("openshell.gateway.store.TestDatabases#all")
+    void logLinesSurviveARestartAreBoundedAndGoWithTheSandbox(TestDatabases.Database db) throws Exception {
+        StoreConfig config = TestDatabases.fresh(db);
+        SandboxRecord a = record("sb-a", "alpha");
+        int keep = 5;
+        try (SandboxStore store = SandboxStore.open(config)) {
+            store.create(a);
+            store.appendLogs(a.id(), List.of("one", "two"), keep);
+            store.appendLogs(a.id(), List.of(), keep);
+        }
+        try (SandboxStore store = SandboxStore.open(config)) {
+            assertEquals(List.of("one", "two"), store.logs(a.id()), "kept across a restart, oldest first");
+            store.appendLogs(a.id(), List.of("3", "4", "5", "6"), keep);
+            assertEquals(List.of("two", "3", "4", "5", "6"), store.logs(a.id()), "at the bound the oldest goes");
+            store.delete(a.id());
+            assertEquals(List.of(), store.logs(a.id()));
+            store.appendLogs(a.id(), List.of("late"), keep);
+            assertEquals(List.of(), store.logs(a.id()), "a line about a deleted sandbox is not kept");
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("openshell.gateway.store.TestDatabases#all")
     void recordsRoundTripAndSurviveARestart(TestDatabases.Database db) throws Exception {
         StoreConfig config = TestDatabases.fresh(db);
         SandboxRecord a = record("sb-a", "alpha");

@@ -4,11 +4,19 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
-import java.util.LinkedHashMap;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -41,52 +49,8 @@ class CliSandboxTest {
         return Cli.run(state, launchers(), args);
     }
 
-    /**
-     * The process driver's launchers, given the operator's way (environment variables): two scripts
-     * running the supervisor and sandbox runtime mains from this test's own module path, in a
-     * directory every sandbox uid can read.
-     */
     private static Map<String, String> launchers() throws Exception {
-        Path dir = Path.of(System.getProperty("openshell.e2e.launchers"));
-        Files.createDirectories(dir);
-        Map<String, String> env = new LinkedHashMap<>();
-        env.put("OPENSHELL_SUPERVISOR_LAUNCHER", launcher(dir, "supervisor", "openshell.supervisor/openshell.supervisor.SupervisorMain").toString());
-        env.put("OPENSHELL_RUNTIME_LAUNCHER", launcher(dir, "runtime", "openshell.sandbox/openshell.sandbox.SandboxMain").toString());
-        return env;
-    }
-
-    /**
-     * This test's module path, copied where the sandbox's mapped uid can read it (the local Maven
-     * repository under /root is private): the runtime starts inside the sandbox's user namespace.
-     */
-    private static String readableModulePath(Path dir) throws Exception {
-        Path lib = dir.resolve("lib");
-        Files.createDirectories(lib);
-        Files.setPosixFilePermissions(lib, PosixFilePermissions.fromString("rwxr-xr-x"));
-        java.util.List<String> entries = new java.util.ArrayList<>();
-        for (String entry : System.getProperty("jdk.module.path").split(java.io.File.pathSeparator)) {
-            Path source = Path.of(entry);
-            if (!Files.isRegularFile(source)) {
-                continue;
-            }
-            Path copy = lib.resolve(source.getFileName());
-            Files.copy(source, copy, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
-            Files.setPosixFilePermissions(copy, PosixFilePermissions.fromString("rw-r--r--"));
-            entries.add(copy.toString());
-        }
-        return String.join(java.io.File.pathSeparator, entries);
-    }
-
-    private static Path launcher(Path dir, String name, String main) throws Exception {
-        String java = ProcessHandle.current().info().command().orElseThrow();
-        Path script = dir.resolve(name);
-        Files.writeString(script, "#!/bin/sh\nexec " + java + " --enable-native-access=com.sun.jna"
-                + " -Djna.boot.library.path=" + System.getProperty("openshell.e2e.jna")
-                + " -Djna.nounpack=true -Djna.noclasspath=true --add-modules ALL-MODULE-PATH"
-                + " -p " + readableModulePath(dir) + " -m " + main + " \"$@\"\n");
-        Files.setPosixFilePermissions(script, PosixFilePermissions.fromString("rwxr-xr-x"));
-        Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxr-xr-x"));
-        return script;
+        return Launchers.environment();
     }
 
     @AfterEach
@@ -116,6 +80,37 @@ class CliSandboxTest {
         return b.toString();
     }
 
+    /**
+     * {@code SessionHub.MAX_EXECS_PER_SESSION} (64) execs in flight at once through the API, then
+     * one more through the CLI: refused with a clear error while the 64 still run.
+     */
+    private void execsBeyondTheGatewaysBoundAreRefused() throws Exception {
+        int bound = 64;
+        String url = GatewayUnderTest.parse(Files.readString(state.resolve("gateway.json"))).getString("url");
+        String token = Files.readString(state.resolve("api-token")).strip();
+        HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+                .connectTimeout(Duration.ofSeconds(30)).build();
+        List<CompletableFuture<HttpResponse<java.util.stream.Stream<String>>>> running = new ArrayList<>();
+        try {
+            for (int i = 0; i < bound; i++) {
+                running.add(http.sendAsync(HttpRequest.newBuilder(URI.create(url + "/v1/sandboxes/job/exec"))
+                        .header("Authorization", "Bearer " + token).timeout(Duration.ofSeconds(180))
+                        .POST(HttpRequest.BodyPublishers.ofString("{\"argv\":[\"/bin/sleep\",\"300\"]}")).build(),
+                        HttpResponse.BodyHandlers.ofLines()));
+            }
+            // Each stream's headers come with its first line (output or the heartbeat): it is in flight then.
+            for (CompletableFuture<HttpResponse<java.util.stream.Stream<String>>> r : running) {
+                assertEquals(200, r.get(180, TimeUnit.SECONDS).statusCode());
+            }
+            Cli.Result refused = cli("sandbox", "exec", "job", "--", "/bin/true");
+            assertEquals(1, refused.exit(), refused.out() + refused.err());
+            assertTrue(refused.err().contains("already runs " + bound + " execs; wait for one to end"), refused.err());
+        } finally {
+            running.forEach(r -> r.cancel(true));
+            http.shutdownNow();
+        }
+    }
+
     @Test
     void invalidPolicyIsRefusedWithLineNumbersAndUnknownSandboxesExitFour() throws Exception {
         state = tmp.resolve("home");
@@ -141,7 +136,7 @@ class CliSandboxTest {
                 {"sandbox", "stop", "nope"},
                 {"sandbox", "start", "nope"},
                 {"sandbox", "logs", "nope"},
-                {"policy", "set", "nope", good.toString()}}) {
+                {"policy", "set", "nope", "--policy", good.toString()}}) {
             Cli.Result r = cli(args);
             assertEquals(4, r.exit(), String.join(" ", args) + ": " + r.err());
             assertTrue(r.err().contains("no sandbox named 'nope'"), r.err());
@@ -175,10 +170,32 @@ class CliSandboxTest {
         assertEquals("out\n", exec.out());
         assertEquals("err\n", exec.err());
 
-        Cli.Result set = cli("policy", "set", "job", policy.toString());
+        Cli.Result set = cli("policy", "set", "job", "--policy", policy.toString(), "--wait");
         assertEquals(0, set.exit(), set.err());
-        assertTrue(set.out().contains("LOADED"), set.out());
+        assertEquals("policy LOADED in sandbox job (generation 2)\n", set.out());
+        Cli.Result sent = cli("policy", "set", "job", "--policy", policy.toString());
+        assertEquals(0, sent.exit(), sent.err());
+        assertTrue(sent.out().startsWith("policy generation 3 sent to sandbox job"), sent.out());
+        Cli.Result positional = cli("policy", "set", "job", policy.toString());
+        assertEquals(2, positional.exit(), "one syntax: --policy FILE");
+        assertTrue(positional.err().contains("policy set NAME --policy FILE [--wait]"), positional.err());
 
+        Cli.Result table = cli("sandbox", "list");
+        assertEquals(0, table.exit(), table.err());
+        assertTrue(table.out().lines().anyMatch(l -> l.startsWith("job ") && l.contains(" RUNNING ")
+                && l.contains(" process ")), table.out());
+        Cli.Result human = cli("sandbox", "get", "job");
+        assertTrue(human.out().lines().anyMatch(l -> l.matches("state:\\s+RUNNING")), human.out());
+        assertTrue(human.out().lines().anyMatch(l -> l.matches("sessionConnected:\\s+true")), human.out());
+        Cli.Result json = cli("--output", "json", "sandbox", "get", "job");
+        assertTrue(json.out().contains("\"name\":\"job\"") && json.out().contains("\"observed\":\"RUNNING\""),
+                json.out());
+        Cli.Result logs = cli("sandbox", "logs", "job");
+        assertTrue(logs.out().contains("policy generation 3 LOADED") || logs.out().contains("policy generation 3 sent"),
+                logs.out());
+
+        // Last before stop: the 64 execs it leaves running end with the sandbox's processes.
+        execsBeyondTheGatewaysBoundAreRefused();
         assertEquals(0, cli("sandbox", "stop", "job").exit());
         Cli.Result stopped = cli("--output", "json", "sandbox", "get", "job");
         assertTrue(stopped.out().contains("\"state\":\"STOPPED\""), stopped.out());
@@ -187,7 +204,9 @@ class CliSandboxTest {
         assertTrue(started.out().contains("RUNNING (generation 2)"), started.out());
         assertEquals(0, cli("sandbox", "exec", "job", "--", "/bin/true").exit());
 
+        Leftovers leftovers = Leftovers.of(GatewayUnderTest.parse(created.out()).getString("id"), state);
         assertEquals(0, cli("sandbox", "delete", "job").exit());
+        assertEquals(List.of(), leftovers.remaining(), "delete left nothing behind");
         assertEquals("{\"sandboxes\":[]}", cli("--output", "json", "sandbox", "list").out().strip());
         assertFalse(Files.list(state.resolve("drivers").resolve("process").resolve("sandboxes")).findAny().isPresent(),
                 "the driver's state of the sandbox is gone");
