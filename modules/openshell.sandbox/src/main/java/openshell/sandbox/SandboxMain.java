@@ -209,7 +209,8 @@ public final class SandboxMain {
 
     /** Watches the boundary and the supervisor link until the runtime should exit; returns the exit status. */
     static int serve(SandboxRuntime control, RuntimeEndpoint endpoint) {
-        return new Watch(System.nanoTime()).until(control::state, endpoint::linkCount, control::terminate);
+        return new Watch(System.nanoTime()).until(control::state, endpoint::linkCount, control::supervised,
+                control::terminate);
     }
 
     /** The exit rules, apart from the clock, so they can be tested without waiting. */
@@ -232,7 +233,21 @@ public final class SandboxMain {
          * @return exit status or -1
          */
         int look(long now, SandboxRuntime.State state, int links) {
-            if (links > 0) {
+            return look(now, state, links, true);
+        }
+
+        /**
+         * One look. Returns the exit status, or -1 to keep serving.
+         *
+         * @param now      nanoTime
+         * @param state    the boundary's state
+         * @param links    open supervisor links
+         * @param mediated whether a supervisor takes pending connections: a link without that is
+         *                 no supervision (nobody decides), and counts as lost
+         * @return exit status or -1
+         */
+        int look(long now, SandboxRuntime.State state, int links, boolean mediated) {
+            if (links > 0 && mediated) {
                 everLinked = true;
                 lastLink = now;
             }
@@ -255,16 +270,20 @@ public final class SandboxMain {
         }
 
         int until(java.util.function.Supplier<SandboxRuntime.State> state, java.util.function.IntSupplier links,
-                  Runnable terminate) {
+                  java.util.function.BooleanSupplier mediated, Runnable terminate) {
+            boolean lost = false;
             while (true) {
-                int status = look(System.nanoTime(), state.get(), links.getAsInt());
-                if (status == EXIT_SUPERVISOR_LOST) {
+                int status = look(System.nanoTime(), state.get(), links.getAsInt(), mediated.getAsBoolean());
+                if (status == EXIT_SUPERVISOR_LOST && !lost) {
                     System.err.println("openshell-sandbox: " + (everLinked ? "supervisor lost for " + SUPERVISOR_LOSS_GRACE
                             : "no supervisor within " + FIRST_CONTACT_WAIT) + "; terminating the workload");
                     terminate.run();
+                    lost = true;
+                    // A link still open may read the statuses, as after any end (ENDED_LINGER).
+                    continue;
                 }
                 if (status >= 0) {
-                    return status;
+                    return lost ? EXIT_SUPERVISOR_LOST : status;
                 }
                 try {
                     Thread.sleep(WATCH_INTERVAL);

@@ -40,6 +40,7 @@ import openshell.protocol.wire.ConfirmRequest;
 import openshell.protocol.wire.ConfirmResult;
 import openshell.protocol.wire.ExecRequest;
 import openshell.protocol.wire.ProcessInput;
+import openshell.protocol.wire.PortForwardRequest;
 import openshell.protocol.wire.ProcessOutput;
 import openshell.protocol.wire.ResizeRequest;
 import openshell.protocol.wire.SignalRequest;
@@ -64,8 +65,13 @@ public final class OpenShellRuntimeBackend implements IsolationBackend {
      * its own bound (ProcessTree.LAUNCH_WAIT, 60 s each) before the process exists.
      */
     static final Duration START_DEADLINE = Duration.ofSeconds(150);
+    /** Links tried for one attach: each failed UNAVAILABLE before the runtime served it (it redials). */
+    static final int MAX_ATTACH_ATTEMPTS = 5;
 
     private final Function<VerifiedTopologyDescriptor, SupervisorLink> links;
+    /** Environments (descriptor payloads, hex) this process is attaching or holds a live link to. */
+    private static final java.util.concurrent.ConcurrentMap<String, Object> ATTACHED =
+            new java.util.concurrent.ConcurrentHashMap<>();
 
     OpenShellRuntimeBackend(Function<VerifiedTopologyDescriptor, SupervisorLink> links) {
         this.links = Objects.requireNonNull(links);
@@ -88,12 +94,13 @@ public final class OpenShellRuntimeBackend implements IsolationBackend {
     /**
      * Installs the launch material of this supervisor process (one sandbox per process): the
      * backends the {@link Provider} creates open their link with it. Only {@code SupervisorMain}
-     * calls this, after validating its launch bundle.
+     * calls this, after validating its launch bundle (and the black-box conformance suite, which
+     * plays the supervisor, through a command-line export: the package is not exported).
      *
      * @param links opens the one link to the runtime (TLS pinned, tokens attached)
      * @return uninstalls it again
      */
-    static Runnable installLaunchMaterial(Function<VerifiedTopologyDescriptor, SupervisorLink> links) {
+    public static Runnable installLaunchMaterial(Function<VerifiedTopologyDescriptor, SupervisorLink> links) {
         Objects.requireNonNull(links);
         if (!INSTALLED.compareAndSet(null, links)) {
             throw new SupervisorException("launch material is already installed in this supervisor");
@@ -139,13 +146,40 @@ public final class OpenShellRuntimeBackend implements IsolationBackend {
         if (!KEY.equals(descriptor.backend())) {
             throw new BackendException(BackendException.Kind.INVALID, "descriptor is for " + descriptor.backend() + ", not " + KEY);
         }
-        SupervisorLink link = links.apply(descriptor);
-        RemoteCalls calls = new RemoteCalls(link);
+        String environment = java.util.HexFormat.of().formatHex(descriptor.descriptor().payload());
+        // One boundary per environment: a runtime serves one link, so a second attach would only
+        // wait for a link that never comes. Refused at once, as the runtime itself refuses it.
+        Object claim = new Object();
+        if (ATTACHED.compute(environment, (k, held) -> held == null || held instanceof RemoteCalls c && !c.link().isOpen()
+                ? claim : held) != claim) {
+            throw new BackendException(BackendException.Kind.DENIED, "the environment of this descriptor is already bound");
+        }
+        RemoteCalls calls = null;
         try {
-            calls.call("attach", AttachRequest.newBuilder().setSupervisorId(context.sessionId().value()).build(),
-                    (stub, request) -> stub.attach(request));
+            for (int attempt = 1; calls == null; attempt++) {
+                SupervisorLink link = links.apply(descriptor);
+                RemoteCalls candidate = new RemoteCalls(link);
+                try {
+                    candidate.call("attach", AttachRequest.newBuilder().setSupervisorId(context.sessionId().value()).build(),
+                            (stub, request) -> stub.attach(request));
+                    calls = candidate;
+                } catch (BackendException e) {
+                    link.close();
+                    // The runtime drops a link that no authenticated call reached within its handshake
+                    // timeout (a queued dial, a loaded machine) and dials again: take the next one.
+                    if (e.kind() != BackendException.Kind.UNAVAILABLE || attempt >= MAX_ATTACH_ATTEMPTS) {
+                        throw e;
+                    }
+                } catch (RuntimeException e) {
+                    link.close();
+                    throw e;
+                }
+            }
+            ATTACHED.put(environment, calls);
+            RemoteCalls attached = calls;
+            attached.link().closed().whenComplete((refusal, failure) -> ATTACHED.remove(environment, attached));
         } catch (RuntimeException e) {
-            link.close();
+            ATTACHED.remove(environment, claim);
             throw e;
         }
         return new Bound(calls, context);
@@ -275,8 +309,15 @@ public final class OpenShellRuntimeBackend implements IsolationBackend {
         @Override
         public BoundaryPortForward portForward() {
             return target -> {
-                throw new BackendException(BackendException.Kind.UNAVAILABLE,
-                        "port forwarding over the Sandbox Protocol is not implemented yet (issue 6)");
+                requireRunning();
+                if (!target.address().equals(java.net.InetAddress.getLoopbackAddress())) {
+                    // PortForwardRequest carries a port only: the runtime connects to 127.0.0.1.
+                    throw new BackendException(BackendException.Kind.UNAVAILABLE, "protocol version 1 forwards to "
+                            + java.net.InetAddress.getLoopbackAddress().getHostAddress() + " only, not " + target.address());
+                }
+                String id = calls.call("portForward", PortForwardRequest.newBuilder().setSandboxPort(target.port()).build(),
+                        (stub, request) -> stub.portForward(request)).getForwardId();
+                return RemoteMediation.claim(calls, id);
             };
         }
 
