@@ -74,7 +74,9 @@
  * {@code "serving":true}, and exits 0 when the boundary has ended and the supervisor left (or
  * after {@code ENDED_LINGER}). Workload processes run as the bundle's uid/gid under Landlock
  * ({@code WorkloadLaunch.READ_ONLY} host directories, the workspace writable) in a cgroup v2 leaf
- * under the runtime's own (delegated) cgroup.
+ * under the runtime's own (delegated) cgroup, each process (the agent, every exec) in a leaf of
+ * its own below it: terminating a process kills its leaf (it and everything it started, double
+ * forks included) and nothing else; terminating the boundary kills the workload's leaf.
  *
  * <h2>Supervisor loss</h2>
  * Supervision is a link whose PendingConnections stream is taken. When that stream ends (the

@@ -233,9 +233,13 @@ final class ProcessTree implements AutoCloseable {
         return terminated;
     }
 
-    /** @return the pids in the workload's cgroup */
+    /** @return the pids in the workload's cgroup and every process's leaf below it */
     List<Integer> members() {
-        return new ArrayList<>(cgroup.members());
+        List<Integer> pids = new ArrayList<>(cgroup.members());
+        for (WorkloadProcess p : processes.values()) {
+            pids.addAll(p.members());
+        }
+        return pids;
     }
 
     private void reapOrphans() {

@@ -74,6 +74,9 @@ interface RuntimeControl {
      */
     void supervision(boolean present);
 
+    /** @return whether a supervisor takes pending connections now; the mediation streams end when not */
+    boolean supervised();
+
     /** @return where the supervisor takes pending connections and DNS queries */
     NetworkMediationSource mediation();
 }

@@ -386,7 +386,9 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
         control.supervision(true);
         Thread.ofVirtual().name("pending-connections").start(() -> {
             try {
-                while (!call.isCancelled()) {
+                // Also ends when supervision is gone (the link dropped, or the supervisor ended its
+                // DNS stream): a cancel of a dead link's call may never arrive.
+                while (!call.isCancelled() && control.supervised()) {
                     Optional<PendingTcpOpen> next = control.mediation().acceptTcp(MEDIATION_POLL);
                     if (next.isEmpty()) {
                         continue;
@@ -579,7 +581,7 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
         control.supervision(true);
         Thread.ofVirtual().name("dns-plane").start(() -> {
             try {
-                while (open.get() && !call.isCancelled()) {
+                while (open.get() && !call.isCancelled() && control.supervised()) {
                     Optional<PendingDnsQuery> next = control.mediation().acceptDns(MEDIATION_POLL);
                     if (next.isEmpty()) {
                         continue;

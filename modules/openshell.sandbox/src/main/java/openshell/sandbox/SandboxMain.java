@@ -32,10 +32,11 @@ import openshell.protocol.Transport;
  * in the sandbox listens).
  *
  * <p>It serves until the boundary ends (terminateBoundary, or the agent's exit) and the
- * supervisor has left or {@link #ENDED_LINGER} passed, then exits 0. If no supervisor link
- * exists for {@link #SUPERVISOR_LOSS_GRACE} (or none came within {@link #FIRST_CONTACT_WAIT}),
- * enforcement stays as it is (connects are denied ECANCELED, no relay survives), every workload
- * process is terminated, and it exits {@link #EXIT_SUPERVISOR_LOST}.
+ * supervisor has left or {@link #ENDED_LINGER} passed, then exits 0. Supervision is a link whose
+ * supervisor takes pending connections; without it egress stops at once (connects are denied
+ * ECANCELED, no relay survives). If there is none for {@link #SUPERVISOR_LOSS_GRACE} (or none came
+ * within {@link #FIRST_CONTACT_WAIT}), every workload process is terminated, and it exits
+ * {@link #EXIT_SUPERVISOR_LOST} (after {@link #ENDED_LINGER} if a link still reads statuses).
  */
 public final class SandboxMain {
     /** Exit status for bad arguments or bundle. */
@@ -209,8 +210,13 @@ public final class SandboxMain {
 
     /** Watches the boundary and the supervisor link until the runtime should exit; returns the exit status. */
     static int serve(SandboxRuntime control, RuntimeEndpoint endpoint) {
-        return new Watch(System.nanoTime()).until(control::state, endpoint::linkCount, control::supervised,
-                control::terminate);
+        return new Watch(System.nanoTime()).until(control::state, endpoint::linkCount, () -> {
+            // No link, no supervisor: egress stops now, not when a stream of the dead link notices.
+            if (endpoint.linkCount() == 0 && control.supervised()) {
+                control.supervision(false);
+            }
+            return control.supervised();
+        }, control::terminate);
     }
 
     /** The exit rules, apart from the clock, so they can be tested without waiting. */
@@ -263,7 +269,7 @@ public final class SandboxMain {
             if (!everLinked && now - started >= FIRST_CONTACT_WAIT.toNanos()) {
                 return EXIT_SUPERVISOR_LOST;
             }
-            if (everLinked && links == 0 && now - lastLink >= SUPERVISOR_LOSS_GRACE.toNanos()) {
+            if (everLinked && !(links > 0 && mediated) && now - lastLink >= SUPERVISOR_LOSS_GRACE.toNanos()) {
                 return EXIT_SUPERVISOR_LOST;
             }
             return -1;

@@ -228,8 +228,8 @@ final class SandboxRuntime implements RuntimeControl, AutoCloseable {
         }
     }
 
-    /** @return whether a supervisor takes pending connections (see {@link #supervision}) */
-    boolean supervised() {
+    @Override
+    public boolean supervised() {
         return broker.supervised();
     }
 

@@ -228,6 +228,15 @@ final class WorkloadProcess implements ExecSession, BoundaryProcess {
         terminal.ifPresent(pty -> pty.resize(new Pty.WindowSize(size.rows(), size.columns())));
     }
 
+    /** @return the pids in this process's cgroup leaf (it and what it started) */
+    java.util.List<Integer> members() {
+        try {
+            return leaf.members();
+        } catch (LinuxException e) {
+            return java.util.List.of();
+        }
+    }
+
     /** Removes this process's cgroup leaf once it is empty (the runtime's end). */
     void removeLeaf() {
         try {

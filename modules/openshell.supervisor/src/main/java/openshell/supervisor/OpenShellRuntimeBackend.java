@@ -65,13 +65,10 @@ public final class OpenShellRuntimeBackend implements IsolationBackend {
      * its own bound (ProcessTree.LAUNCH_WAIT, 60 s each) before the process exists.
      */
     static final Duration START_DEADLINE = Duration.ofSeconds(150);
-    /** Links tried for one attach: each failed UNAVAILABLE before the runtime served it (it redials). */
+    /** Links tried for one attach: each died before the runtime served it (TLS failed, or UNAVAILABLE); it redials. */
     static final int MAX_ATTACH_ATTEMPTS = 5;
 
     private final Function<VerifiedTopologyDescriptor, SupervisorLink> links;
-    /** Environments (descriptor payloads, hex) this process is attaching or holds a live link to. */
-    private static final java.util.concurrent.ConcurrentMap<String, Object> ATTACHED =
-            new java.util.concurrent.ConcurrentHashMap<>();
 
     OpenShellRuntimeBackend(Function<VerifiedTopologyDescriptor, SupervisorLink> links) {
         this.links = Objects.requireNonNull(links);
@@ -146,41 +143,34 @@ public final class OpenShellRuntimeBackend implements IsolationBackend {
         if (!KEY.equals(descriptor.backend())) {
             throw new BackendException(BackendException.Kind.INVALID, "descriptor is for " + descriptor.backend() + ", not " + KEY);
         }
-        String environment = java.util.HexFormat.of().formatHex(descriptor.descriptor().payload());
-        // One boundary per environment: a runtime serves one link, so a second attach would only
-        // wait for a link that never comes. Refused at once, as the runtime itself refuses it.
-        Object claim = new Object();
-        if (ATTACHED.compute(environment, (k, held) -> held == null || held instanceof RemoteCalls c && !c.link().isOpen()
-                ? claim : held) != claim) {
-            throw new BackendException(BackendException.Kind.DENIED, "the environment of this descriptor is already bound");
-        }
         RemoteCalls calls = null;
-        try {
-            for (int attempt = 1; calls == null; attempt++) {
-                SupervisorLink link = links.apply(descriptor);
-                RemoteCalls candidate = new RemoteCalls(link);
-                try {
-                    candidate.call("attach", AttachRequest.newBuilder().setSupervisorId(context.sessionId().value()).build(),
-                            (stub, request) -> stub.attach(request));
-                    calls = candidate;
-                } catch (BackendException e) {
-                    link.close();
-                    // The runtime drops a link that no authenticated call reached within its handshake
-                    // timeout (a queued dial, a loaded machine) and dials again: take the next one.
-                    if (e.kind() != BackendException.Kind.UNAVAILABLE || attempt >= MAX_ATTACH_ATTEMPTS) {
-                        throw e;
-                    }
-                } catch (RuntimeException e) {
-                    link.close();
+        for (int attempt = 1; calls == null; attempt++) {
+            SupervisorLink link;
+            try {
+                link = links.apply(descriptor);
+            } catch (ProtocolException e) {
+                // A dial whose TLS failed (the runtime gave up on it): the runtime dials again.
+                if (e.refusal() != openshell.protocol.Refusal.TRANSPORT_FAILED || attempt >= MAX_ATTACH_ATTEMPTS) {
+                    throw new BackendException(BackendException.Kind.UNAVAILABLE, "no link to the runtime: " + e.getMessage(), e);
+                }
+                continue;
+            }
+            RemoteCalls candidate = new RemoteCalls(link);
+            try {
+                candidate.call("attach", AttachRequest.newBuilder().setSupervisorId(context.sessionId().value()).build(),
+                        (stub, request) -> stub.attach(request));
+                calls = candidate;
+            } catch (BackendException e) {
+                link.close();
+                // The runtime drops a link that no authenticated call reached within its handshake
+                // timeout (a queued dial, a loaded machine) and dials again: take the next one.
+                if (e.kind() != BackendException.Kind.UNAVAILABLE || attempt >= MAX_ATTACH_ATTEMPTS) {
                     throw e;
                 }
+            } catch (RuntimeException e) {
+                link.close();
+                throw e;
             }
-            ATTACHED.put(environment, calls);
-            RemoteCalls attached = calls;
-            attached.link().closed().whenComplete((refusal, failure) -> ATTACHED.remove(environment, attached));
-        } catch (RuntimeException e) {
-            ATTACHED.remove(environment, claim);
-            throw e;
         }
         return new Bound(calls, context);
     }
@@ -199,9 +189,10 @@ public final class OpenShellRuntimeBackend implements IsolationBackend {
         @Override
         public synchronized NetworkMediationSource mediation() {
             handle.checkLive();
-            if (mediation == null) {
-                mediation = new RemoteMediation(calls);
+            if (mediation != null) {
+                throw new BackendException(BackendException.Kind.INVALID, "the mediation source is already taken");
             }
+            mediation = new RemoteMediation(calls);
             return mediation;
         }
 
@@ -227,6 +218,7 @@ public final class OpenShellRuntimeBackend implements IsolationBackend {
 
         @Override
         public void abort() {
+            handle.checkLive();
             handle.consume();
             RemoteMediation taken;
             synchronized (this) {
@@ -253,6 +245,7 @@ public final class OpenShellRuntimeBackend implements IsolationBackend {
 
         @Override
         public ConfirmationEvidence evidence() {
+            handle.checkLive();
             return evidence;
         }
 
@@ -269,6 +262,7 @@ public final class OpenShellRuntimeBackend implements IsolationBackend {
 
         @Override
         public void abort() {
+            handle.checkLive();
             handle.consume();
             terminateQuietly(calls);
         }

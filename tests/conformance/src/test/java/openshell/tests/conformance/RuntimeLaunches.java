@@ -265,6 +265,10 @@ final class RuntimeLaunches {
         if (live == null || live.lost) {
             throw new BackendException(BackendException.Kind.UNAVAILABLE, "no live launch for this descriptor");
         }
+        // As a supervisor main: the runtime serves one link at a time, and this supervisor holds it.
+        if (live.links.stream().anyMatch(SupervisorLink::isOpen)) {
+            throw new BackendException(BackendException.Kind.DENIED, "the environment is bound: its one link is held");
+        }
         long deadline = System.nanoTime() + ATTACH_WAIT.toNanos();
         while (true) {
             try {

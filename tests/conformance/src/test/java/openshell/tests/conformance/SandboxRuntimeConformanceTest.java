@@ -33,7 +33,9 @@ class SandboxRuntimeConformanceTest implements ConformanceTarget {
      * line names it ({@code --workspace}), and a probe is asked for before the kit launches.
      */
     private static final String FIND_WORKSPACE = "for p in /proc/[0-9]*; do case \"$(tr '\\0' ' ' < $p/cmdline 2>/dev/null)\" in"
-            + " *openshell.sandbox.SandboxMain*) W=$(tr '\\0' '\\n' < $p/cmdline | sed -n '/^--workspace$/{n;p;}');; esac; done;"
+            + " *openshell.sandbox.SandboxMain*) W=$(tr '\\0' '\\n' < $p/cmdline | sed -n '/^--workspace$/{n;p;}');"
+            // The probe's own shell names the runtime's main too: the first match with a workspace wins.
+            + " [ -n \"$W\" ] && break;; esac; done;"
             + " [ -n \"$W\" ] || exit 97; ";
 
     private final RuntimeLaunches launches = RuntimeLaunches.shared();
