@@ -324,15 +324,18 @@ final class RuntimeLaunches {
 
     /**
      * @param uid a host uid
-     * @return host pids of the processes running as it
+     * @return host pids of the live (not zombie) processes running as it
      */
     static List<Long> processesOf(long uid) {
         List<Long> found = new ArrayList<>();
         try (Stream<Path> procs = Files.list(Path.of("/proc"))) {
             for (Path p : procs.filter(p -> p.getFileName().toString().chars().allMatch(Character::isDigit)).toList()) {
                 try {
-                    for (String line : Files.readAllLines(p.resolve("status"))) {
-                        if (line.startsWith("Uid:") && Long.parseLong(line.substring(4).trim().split("\\s+")[0]) == uid) {
+                    List<String> status = Files.readAllLines(p.resolve("status"));
+                    // A zombie is dead; only its parent's wait is missing (the namespace's init never waits).
+                    boolean zombie = status.stream().anyMatch(l -> l.startsWith("State:") && l.contains("Z"));
+                    for (String line : status) {
+                        if (!zombie && line.startsWith("Uid:") && Long.parseLong(line.substring(4).trim().split("\\s+")[0]) == uid) {
                             found.add(Long.parseLong(p.getFileName().toString()));
                         }
                     }

