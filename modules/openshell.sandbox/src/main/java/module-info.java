@@ -32,7 +32,7 @@
  * <tr><td>{@code SandboxRuntime.MAX_PROCESSES}</td><td>1024 retained process handles</td><td>the new process is killed, UNAVAILABLE</td></tr>
  * <tr><td>{@code LaunchBundles.MAX_BUNDLE_BYTES}</td><td>1 MiB</td><td>exit 64, nothing served</td></tr>
  * <tr><td>{@code SandboxMain.FIRST_CONTACT_WAIT}</td><td>60 s</td><td>no supervisor came: workload terminated, exit 75</td></tr>
- * <tr><td>{@code SandboxMain.SUPERVISOR_LOSS_GRACE}</td><td>30 s without a link</td><td>workload terminated, exit 75</td></tr>
+ * <tr><td>{@code SandboxMain.SUPERVISOR_LOSS_GRACE}</td><td>30 s without supervision (a link whose PendingConnections stream is taken)</td><td>workload terminated, exit 75 (after {@code ENDED_LINGER} if a link still reads statuses)</td></tr>
  * <tr><td>{@code SandboxMain.ENDED_LINGER}</td><td>30 s</td><td>after the boundary ended, the runtime exits even if the supervisor stays</td></tr>
  * <tr><td>{@code SandboxMain.WATCH_INTERVAL}</td><td>200 ms</td><td>how late the main notices an end or a loss</td></tr>
  * <tr><td>{@code StartupProbes.PROBE_WAIT}</td><td>10 s per probe step</td><td>the probe fails; exit 70</td></tr>
@@ -40,7 +40,10 @@
  * <tr><td>{@code ControlThreads.MAX_CONTROL_THREADS}</td><td>256 control operations at once</td><td>the next is refused UNAVAILABLE without running (not recorded: retry with the same id)</td></tr>
  * <tr><td>{@code RuntimeService.MAX_WAIT_CALL}</td><td>1 h</td><td>a Wait call returns UNAVAILABLE (still running)</td></tr>
  * <tr><td>{@code RuntimeService.MAX_CHUNK_BYTES}</td><td>16 KiB ({@code CreditedStream.MAX_CHUNK_BYTES})</td><td>process output and relay bytes are split into messages of at most this</td></tr>
- * <tr><td>{@code RuntimeService.MEDIATION_POLL}</td><td>500 ms</td><td>the longest a mediation stream takes to notice its call was cancelled</td></tr>
+ * <tr><td>{@code RuntimeService.MEDIATION_POLL}</td><td>500 ms</td><td>the longest a mediation stream takes to notice its call was cancelled (so the longest egress outlives a dropped link)</td></tr>
+ * <tr><td>{@code RuntimeService.MAX_UNCLAIMED_FORWARDS}</td><td>64</td><td>a further PortForward is refused UNAVAILABLE</td></tr>
+ * <tr><td>{@code RuntimeService.FORWARD_CLAIM_WAIT}</td><td>30 s</td><td>a port-forward connection no Relay stream claimed is closed</td></tr>
+ * <tr><td>{@code SandboxRuntime.PORT_FORWARD_CONNECT_WAIT}</td><td>10 s</td><td>the PortForward fails FAILED</td></tr>
  * </table>
  *
  * <h2>Workload trust</h2>
@@ -83,14 +86,24 @@
  * {@code "serving":true}, and exits 0 when the boundary has ended and the supervisor left (or
  * after {@code ENDED_LINGER}). Workload processes run as the bundle's uid/gid under Landlock
  * ({@code WorkloadLaunch.READ_ONLY} host directories, the workspace writable) in a cgroup v2 leaf
- * under the runtime's own (delegated) cgroup.
+ * under the runtime's own (delegated) cgroup, each process (the agent, every exec) in a leaf of
+ * its own below it: terminating a process kills its leaf (it and everything it started, double
+ * forks included) and nothing else; terminating the boundary kills the workload's leaf.
  *
  * <h2>Supervisor loss</h2>
- * When no supervisor link exists, connects are denied ECANCELED and open relays are closed at
- * once (the broker loses its mediation stream); the runtime keeps redialing. After
- * {@code SandboxMain.SUPERVISOR_LOSS_GRACE} (30 s) without a link, or
+ * Supervision is a link whose PendingConnections stream is taken. When that stream ends (the
+ * supervisor closed its mediation, or the link dropped: noticed within {@code MEDIATION_POLL}),
+ * egress stops at once: held connects get ECANCELED, every open relay is closed, new connects are
+ * denied ECANCELED and DNS queries dropped, until a supervisor takes the stream again; the runtime
+ * keeps redialing. After {@code SandboxMain.SUPERVISOR_LOSS_GRACE} (30 s) without supervision, or
  * {@code SandboxMain.FIRST_CONTACT_WAIT} (60 s) without a first one, every workload process is
- * terminated and the runtime exits 75.
+ * terminated and the runtime exits 75 (a link still open may read the statuses for
+ * {@code ENDED_LINGER} first).
+ *
+ * <h2>Port forwards</h2>
+ * PortForward connects to {@code 127.0.0.1:port} inside the workload's network namespace at once
+ * (nothing listening: FAILED) and parks the connection under a fresh id; the supervisor claims it
+ * with a Relay stream whose first message allows that id, and bytes flow as on any relay.
  */
 module openshell.sandbox {
     requires openshell.isolation;

@@ -77,6 +77,7 @@
  * <tr><td>{@code LaunchBundles.MAX_HOST_ALIASES} / {@code MAX_UPSTREAM_AUTHORITIES}</td><td>256 / 64</td><td>exit 64, nothing started</td></tr>
  * <tr><td>{@code OpenShellRuntimeBackend.CALL_DEADLINE}</td><td>30 s</td><td>a control call to the runtime fails UNAVAILABLE</td></tr>
  * <tr><td>{@code OpenShellRuntimeBackend.START_DEADLINE}</td><td>150 s (startAgent, exec)</td><td>the call fails UNAVAILABLE</td></tr>
+ * <tr><td>{@code OpenShellRuntimeBackend.MAX_ATTACH_ATTEMPTS}</td><td>5 links</td><td>attach fails UNAVAILABLE (each link died before the runtime served it)</td></tr>
  * <tr><td>{@code RemoteMediation.MAX_QUEUED}</td><td>256 pending opens, 256 DNS queries</td><td>the next one is denied EXHAUSTED at once</td></tr>
  * <tr><td>{@code InboundBytes.MAX_CHUNKS}</td><td>64 chunks (≤ 1 MiB) per stream</td><td>the link's reader waits for the consumer</td></tr>
  * </table>

@@ -31,6 +31,8 @@ final class IdentityCapture {
     static final int MAX_CACHED_DIGESTS = 1024;
     /** Largest executable hashed; a larger one gets no digest (and policy may require one). */
     static final long MAX_HASHED_BYTES = 1L << 30;
+    /** What the kernel appends to {@code /proc/<pid>/exe} once the executable was unlinked. */
+    static final String DELETED = " (deleted)";
 
     private record FileKey(long device, long inode, long size, FileTime modified) {
     }
@@ -78,7 +80,17 @@ final class IdentityCapture {
 
     private Executable executable(Path exeLink) throws IOException {
         String path = Files.readSymbolicLink(exeLink).toString();
-        Optional<String> digest = digest(exeLink);
+        if (path.endsWith(DELETED)) {
+            // The path names no file any more (or another one): nothing policy could match on is left.
+            throw new IOException("the executable " + path + " was deleted while it ran");
+        }
+        Optional<String> digest;
+        try {
+            digest = digest(exeLink);
+        } catch (java.nio.file.AccessDeniedException e) {
+            // Executable but not readable by the runtime (an unmapped owner's file): a path, no digest.
+            digest = Optional.empty();
+        }
         return digest.isPresent() ? Executable.of(path, digest.get()) : Executable.of(path);
     }
 

@@ -91,6 +91,8 @@ final class NetworkBroker implements NetworkMediationSource {
     private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(
             r -> Thread.ofPlatform().daemon(true).name("broker-decision-timer").unstarted(r));
     private volatile boolean closed;
+    /** Whether a supervisor takes pending connections now; until the first one it is assumed (nothing runs yet). */
+    private volatile boolean supervised = true;
     private final Map<Integer, IdentityResolution> dnsAskers = new LinkedHashMap<>(64, 0.75f, true) {
         private static final long serialVersionUID = 1L;
 
@@ -259,8 +261,8 @@ final class NetworkBroker implements NetworkMediationSource {
                     attributeDns(socket, tid, tgid);
                 }
                 listener.respondContinue(id);
-            } else if (closed) {
-                deny(listener, id, "connect", ECANCELED, "mediation unavailable");
+            } else if (closed || !supervised) {
+                deny(listener, id, "connect", ECANCELED, "mediation unavailable: no supervisor is deciding");
             } else if (!pendingSlots.tryAcquire()) {
                 exhausted.incrementAndGet();
                 deny(listener, id, "connect", Errno.EAGAIN, MAX_PENDING_DECISIONS + " decisions pending");
@@ -299,7 +301,7 @@ final class NetworkBroker implements NetworkMediationSource {
             TcpOpen scheduled = open;
             open.expiry(timer.schedule(scheduled::expire, decisionWait.toMillis(), TimeUnit.MILLISECONDS));
             tcp.add(open);
-            if (closed) {
+            if (closed || !supervised) {
                 open.cancel();
             }
         } catch (RuntimeException | IOException e) {
@@ -505,7 +507,7 @@ final class NetworkBroker implements NetworkMediationSource {
      * @return {@code false} if closed or too many are pending (the query is dropped)
      */
     boolean offerDns(DnsQuery query) {
-        if (closed || !dnsSlots.tryAcquire()) {
+        if (closed || !supervised || !dnsSlots.tryAcquire()) {
             droppedDns.incrementAndGet();
             return false;
         }
@@ -550,10 +552,34 @@ final class NetworkBroker implements NetworkMediationSource {
         }
     }
 
+    /** @return whether a supervisor takes pending connections (or none has yet had the chance to) */
+    boolean supervised() {
+        return supervised;
+    }
+
+    /** A supervisor takes pending connections again: connects are mediated. */
+    void supervisionTaken() {
+        supervised = true;
+    }
+
+    /**
+     * The supervisor stopped taking pending connections (its stream ended, or the link dropped):
+     * egress stops at once, as on {@link #close()}, but a returning supervisor can take over.
+     */
+    void supervisionLost() {
+        supervised = false;
+        stopEgress();
+    }
+
     /** Egress stops at once: pending connects get ECANCELED, open relays close, later connects are refused. */
     @Override
     public void close() {
         closed = true;
+        stopEgress();
+        timer.shutdownNow();
+    }
+
+    private void stopEgress() {
         for (TcpOpen open : undecided) {
             open.cancel();
         }
@@ -569,6 +595,5 @@ final class NetworkBroker implements NetworkMediationSource {
         for (RelayChannel relay : openRelays) {
             relay.close();
         }
-        timer.shutdownNow();
     }
 }

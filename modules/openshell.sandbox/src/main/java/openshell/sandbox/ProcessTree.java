@@ -58,6 +58,7 @@ final class ProcessTree implements AutoCloseable {
     private final Cgroup cgroup;
     private final WorkloadNetwork network;
     private final Set<Integer> launched = ConcurrentHashMap.newKeySet();
+    private final java.util.concurrent.atomic.AtomicLong processLeaves = new java.util.concurrent.atomic.AtomicLong();
     private final Map<Integer, WorkloadProcess> processes = new ConcurrentHashMap<>();
     private volatile PreStarted ready;
     private volatile boolean terminated;
@@ -160,6 +161,17 @@ final class ProcessTree implements AutoCloseable {
             stderr = Optional.of(taken.stderr());
             Thread.ofVirtual().start(this::refill);
         }
+        // Its own leaf under the workload's, before it runs anything: terminate() of this process
+        // kills exactly its tree (double forks and setsid included), the workload's leaf all of them.
+        Cgroup own;
+        try {
+            own = Cgroup.create(cgroup.path(), "p" + processLeaves.incrementAndGet());
+            own.move(launcher.process().pid());
+        } catch (LinuxException e) {
+            launcher.kill();
+            launcher.close();
+            throw new BackendException(BackendException.Kind.FAILED, "cannot give the process its own cgroup: " + e.getMessage());
+        }
         LaunchResult result = launcher.sendPlan(plan, LAUNCH_WAIT);
         if (!(result instanceof LaunchResult.Ready r)) {
             launcher.kill();
@@ -176,7 +188,7 @@ final class ProcessTree implements AutoCloseable {
             launcher.kill();
             throw new BackendException(BackendException.Kind.FAILED, "exec failed: " + started);
         }
-        WorkloadProcess process = new WorkloadProcess(this, launcher.process(), stdin, stdout, stderr, pty);
+        WorkloadProcess process = new WorkloadProcess(own, launcher.process(), stdin, stdout, stderr, pty);
         processes.put(process.pid(), process);
         process.watch();
         if (terminated) {
@@ -221,9 +233,13 @@ final class ProcessTree implements AutoCloseable {
         return terminated;
     }
 
-    /** @return the pids in the workload's cgroup */
+    /** @return the pids in the workload's cgroup and every process's leaf below it */
     List<Integer> members() {
-        return new ArrayList<>(cgroup.members());
+        List<Integer> pids = new ArrayList<>(cgroup.members());
+        for (WorkloadProcess p : processes.values()) {
+            pids.addAll(p.members());
+        }
+        return pids;
     }
 
     private void reapOrphans() {
@@ -278,6 +294,7 @@ final class ProcessTree implements AutoCloseable {
         reaper.interrupt();
         for (WorkloadProcess p : processes.values()) {
             p.close();
+            p.removeLeaf();
         }
         try {
             cgroup.remove();

@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.Optional;
 import openshell.isolation.AgentSpec;
 import openshell.isolation.BackendException;
+import openshell.isolation.ByteChannel;
 import openshell.isolation.ConfirmationEvidence;
 import openshell.isolation.ExecSession;
 import openshell.isolation.ExecSpec;
@@ -31,8 +32,12 @@ interface RuntimeControl {
      */
     List<Long> attach(String supervisorInstance, long generation);
 
-    /** @return evidence of every control in force */
-    ConfirmationEvidence confirm();
+    /**
+     * @param supervisorPolicyDigest the SHA-256 (hex) of the policy the supervisor decides with; a
+     *                               runtime that holds no policy of its own confirms under it
+     * @return evidence of every control in force
+     */
+    ConfirmationEvidence confirm(String supervisorPolicyDigest);
 
     /** @param spec the agent @return its process id (a runtime handle, never a PID) */
     long startAgent(AgentSpec spec);
@@ -68,8 +73,27 @@ interface RuntimeControl {
     /** @param process a process id @param size the new terminal size */
     void resize(long process, TerminalSize size);
 
+    /**
+     * Connects to a loopback port inside the workload's network namespace, for a port forward.
+     *
+     * @param port the workload's loopback port
+     * @return the connection; FAILED if nothing listens there
+     */
+    ByteChannel portForward(int port);
+
     /** Ends Running: every workload process is killed. */
     void terminate();
+
+    /**
+     * Whether a supervisor takes pending connections: when it stops (its stream ends, the link
+     * drops), egress stops at once, and the runtime's loss bound starts.
+     *
+     * @param present whether one takes them now
+     */
+    void supervision(boolean present);
+
+    /** @return whether a supervisor takes pending connections now; the mediation streams end when not */
+    boolean supervised();
 
     /** @return where the supervisor takes pending connections and DNS queries */
     NetworkMediationSource mediation();

@@ -14,6 +14,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
@@ -52,6 +53,8 @@ import openshell.protocol.wire.ExitStatus;
 import openshell.protocol.wire.Identity;
 import openshell.protocol.wire.PendingConnection;
 import openshell.protocol.wire.PendingConnectionsRequest;
+import openshell.protocol.wire.PortForwardRequest;
+import openshell.protocol.wire.PortForwardResult;
 import openshell.protocol.wire.ProcessInput;
 import openshell.protocol.wire.ProcessOutput;
 import openshell.protocol.wire.RelayDown;
@@ -84,6 +87,12 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
     static final int MAX_CHUNK_BYTES = CreditedStream.MAX_CHUNK_BYTES;
     /** How often the mediation streams look whether their call was cancelled while nothing is pending. */
     static final Duration MEDIATION_POLL = Duration.ofMillis(500);
+    /** Most port-forward connections made and not yet claimed by their Relay stream; more are refused UNAVAILABLE. */
+    static final int MAX_UNCLAIMED_FORWARDS = 64;
+    /** Longest a port-forward connection waits for its Relay stream before it is closed. */
+    static final Duration FORWARD_CLAIM_WAIT = Duration.ofSeconds(30);
+    private static final java.util.concurrent.ScheduledExecutorService FORWARD_EXPIRY =
+            Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().daemon(true).name("forward-expiry").factory());
 
     private static final System.Logger LOGGER = System.getLogger(RuntimeService.class.getName());
     /** Platform threads for control operations, at most {@link ControlThreads#MAX_CONTROL_THREADS}. */
@@ -97,6 +106,7 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
     private final AtomicLong connectionIds = new AtomicLong();
     private final AtomicBoolean announcing = new AtomicBoolean();
     private final AtomicBoolean answeringDns = new AtomicBoolean();
+    private final Map<String, ByteChannel> forwards = new ConcurrentHashMap<>();
 
     RuntimeService(RuntimeControl control, long generation, Clock clock) {
         this.control = control;
@@ -148,7 +158,7 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
     @Override
     public void confirm(ConfirmRequest request, StreamObserver<ConfirmResult> observer) {
         control(request, observer, () -> {
-            ConfirmationEvidence evidence = control.confirm();
+            ConfirmationEvidence evidence = control.confirm(request.getPolicyDigest());
             ConfirmResult.Builder result = ConfirmResult.newBuilder().setConfirmed(true)
                     .setKernel(evidence.kernel()).setPolicySha256(evidence.policySha256())
                     .setDirectEgressFailed(evidence.directEgressFailed());
@@ -212,6 +222,31 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
         control(request, observer, () -> {
             control.terminate();
             return TerminateBoundaryResult.newBuilder().setTerminated(true).build();
+        });
+    }
+
+    /**
+     * Connects to the workload's loopback port now (so a closed port fails the call) and parks the
+     * connection under a fresh id; the supervisor claims it with a Relay stream whose first
+     * message is an allowing decision for that id, and the bytes then flow as on any relay.
+     */
+    @Override
+    public void portForward(PortForwardRequest request, StreamObserver<PortForwardResult> observer) {
+        control(request, observer, () -> {
+            if (forwards.size() >= MAX_UNCLAIMED_FORWARDS) {
+                throw new BackendException(BackendException.Kind.UNAVAILABLE, MAX_UNCLAIMED_FORWARDS + " port forwards unclaimed");
+            }
+            ByteChannel connection = control.portForward(request.getSandboxPort());
+            String id = "f" + connectionIds.incrementAndGet();
+            forwards.put(id, connection);
+            // Never claimed (the supervisor went away): the connection is closed, not leaked.
+            FORWARD_EXPIRY.schedule(() -> {
+                ByteChannel unclaimed = forwards.remove(id);
+                if (unclaimed != null) {
+                    unclaimed.close();
+                }
+            }, FORWARD_CLAIM_WAIT.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+            return PortForwardResult.newBuilder().setForwardId(id).build();
         });
     }
 
@@ -334,9 +369,12 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
             return;
         }
         ServerCallStreamObserver<PendingConnection> call = (ServerCallStreamObserver<PendingConnection>) observer;
+        control.supervision(true);
         Thread.ofVirtual().name("pending-connections").start(() -> {
             try {
-                while (!call.isCancelled()) {
+                // Also ends when supervision is gone (the link dropped, or the supervisor ended its
+                // DNS stream): a cancel of a dead link's call may never arrive.
+                while (!call.isCancelled() && control.supervised()) {
                     Optional<PendingTcpOpen> next = control.mediation().acceptTcp(MEDIATION_POLL);
                     if (next.isEmpty()) {
                         continue;
@@ -359,6 +397,8 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
             } catch (RuntimeException e) {
                 LOGGER.log(System.Logger.Level.WARNING, "announcing pending connections stopped: " + e);
             } finally {
+                // Nobody decides any more: egress stops now (held connects, relays), not at a timeout.
+                control.supervision(false);
                 announcing.set(false);
                 // Announced but undecided connections fail closed when their announcer goes.
                 pendingOpens.values().forEach(open -> open.deny(DenyReason.MEDIATION_UNAVAILABLE));
@@ -428,7 +468,15 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
             }
 
             private void decide(RelayUp up, CreditedStream<RelayUp, RelayDown> stream) {
-                PendingTcpOpen open = up.hasDecision() ? pendingOpens.remove(up.getDecision().getConnectionId()) : null;
+                ByteChannel forward = up.hasDecision() && up.getDecision().getAllow()
+                        ? forwards.remove(up.getDecision().getConnectionId()) : null;
+                PendingTcpOpen open = forward == null && up.hasDecision()
+                        ? pendingOpens.remove(up.getDecision().getConnectionId()) : null;
+                if (forward != null) {
+                    channel = forward;
+                    pumpDown(channel, up.getDecision().getConnectionId(), stream);
+                    return;
+                }
                 if (open == null) {
                     stream.fail(Status.FAILED_PRECONDITION.withDescription("INVALID: the first relay message must decide an announced connection"));
                     return;
@@ -444,8 +492,11 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
                     stream.fail(status(e));
                     return;
                 }
-                ByteChannel relayed = channel;
-                Thread.ofVirtual().name("relay-" + up.getDecision().getConnectionId()).start(() -> {
+                pumpDown(channel, up.getDecision().getConnectionId(), stream);
+            }
+
+            private void pumpDown(ByteChannel relayed, String id, CreditedStream<RelayUp, RelayDown> stream) {
+                Thread.ofVirtual().name("relay-" + id).start(() -> {
                     byte[] buffer = new byte[CreditedStream.MAX_CHUNK_BYTES];
                     try {
                         InputStream in = relayed.input();
@@ -513,9 +564,10 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
         AtomicLong ids = new AtomicLong();
         AtomicBoolean open = new AtomicBoolean(true);
         ServerCallStreamObserver<DnsQuery> call = (ServerCallStreamObserver<DnsQuery>) queries;
+        control.supervision(true);
         Thread.ofVirtual().name("dns-plane").start(() -> {
             try {
-                while (open.get() && !call.isCancelled()) {
+                while (open.get() && !call.isCancelled() && control.supervised()) {
                     Optional<PendingDnsQuery> next = control.mediation().acceptDns(MEDIATION_POLL);
                     if (next.isEmpty()) {
                         continue;
@@ -534,6 +586,10 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
             } catch (RuntimeException e) {
                 LOGGER.log(System.Logger.Level.WARNING, "DNS plane stopped: " + e);
             } finally {
+                // The supervisor ends its mediation by completing this stream (a server-streaming
+                // call's cancel never reaches the runtime once its request half is closed): it is
+                // gone as a decider, so egress stops as when PendingConnections ends.
+                control.supervision(false);
                 open.set(false);
                 answeringDns.set(false);
                 waiting.values().forEach(q -> q.refuse(DenyReason.MEDIATION_UNAVAILABLE));

@@ -32,10 +32,11 @@ import openshell.protocol.Transport;
  * in the sandbox listens).
  *
  * <p>It serves until the boundary ends (terminateBoundary, or the agent's exit) and the
- * supervisor has left or {@link #ENDED_LINGER} passed, then exits 0. If no supervisor link
- * exists for {@link #SUPERVISOR_LOSS_GRACE} (or none came within {@link #FIRST_CONTACT_WAIT}),
- * enforcement stays as it is (connects are denied ECANCELED, no relay survives), every workload
- * process is terminated, and it exits {@link #EXIT_SUPERVISOR_LOST}.
+ * supervisor has left or {@link #ENDED_LINGER} passed, then exits 0. Supervision is a link whose
+ * supervisor takes pending connections; without it egress stops at once (connects are denied
+ * ECANCELED, no relay survives). If there is none for {@link #SUPERVISOR_LOSS_GRACE} (or none came
+ * within {@link #FIRST_CONTACT_WAIT}), every workload process is terminated, and it exits
+ * {@link #EXIT_SUPERVISOR_LOST} (after {@link #ENDED_LINGER} if a link still reads statuses).
  */
 public final class SandboxMain {
     /** Exit status for bad arguments or bundle. */
@@ -213,7 +214,13 @@ public final class SandboxMain {
 
     /** Watches the boundary and the supervisor link until the runtime should exit; returns the exit status. */
     static int serve(SandboxRuntime control, RuntimeEndpoint endpoint) {
-        return new Watch(System.nanoTime()).until(control::state, endpoint::linkCount, control::terminate);
+        return new Watch(System.nanoTime()).until(control::state, endpoint::linkCount, () -> {
+            // No link, no supervisor: egress stops now, not when a stream of the dead link notices.
+            if (endpoint.linkCount() == 0 && control.supervised()) {
+                control.supervision(false);
+            }
+            return control.supervised();
+        }, control::terminate);
     }
 
     /** The exit rules, apart from the clock, so they can be tested without waiting. */
@@ -236,7 +243,21 @@ public final class SandboxMain {
          * @return exit status or -1
          */
         int look(long now, SandboxRuntime.State state, int links) {
-            if (links > 0) {
+            return look(now, state, links, true);
+        }
+
+        /**
+         * One look. Returns the exit status, or -1 to keep serving.
+         *
+         * @param now      nanoTime
+         * @param state    the boundary's state
+         * @param links    open supervisor links
+         * @param mediated whether a supervisor takes pending connections: a link without that is
+         *                 no supervision (nobody decides), and counts as lost
+         * @return exit status or -1
+         */
+        int look(long now, SandboxRuntime.State state, int links, boolean mediated) {
+            if (links > 0 && mediated) {
                 everLinked = true;
                 lastLink = now;
             }
@@ -252,23 +273,27 @@ public final class SandboxMain {
             if (!everLinked && now - started >= FIRST_CONTACT_WAIT.toNanos()) {
                 return EXIT_SUPERVISOR_LOST;
             }
-            if (everLinked && links == 0 && now - lastLink >= SUPERVISOR_LOSS_GRACE.toNanos()) {
+            if (everLinked && !(links > 0 && mediated) && now - lastLink >= SUPERVISOR_LOSS_GRACE.toNanos()) {
                 return EXIT_SUPERVISOR_LOST;
             }
             return -1;
         }
 
         int until(java.util.function.Supplier<SandboxRuntime.State> state, java.util.function.IntSupplier links,
-                  Runnable terminate) {
+                  java.util.function.BooleanSupplier mediated, Runnable terminate) {
+            boolean lost = false;
             while (true) {
-                int status = look(System.nanoTime(), state.get(), links.getAsInt());
-                if (status == EXIT_SUPERVISOR_LOST) {
+                int status = look(System.nanoTime(), state.get(), links.getAsInt(), mediated.getAsBoolean());
+                if (status == EXIT_SUPERVISOR_LOST && !lost) {
                     System.err.println("openshell-sandbox: " + (everLinked ? "supervisor lost for " + SUPERVISOR_LOSS_GRACE
                             : "no supervisor within " + FIRST_CONTACT_WAIT) + "; terminating the workload");
                     terminate.run();
+                    lost = true;
+                    // A link still open may read the statuses, as after any end (ENDED_LINGER).
+                    continue;
                 }
                 if (status >= 0) {
-                    return status;
+                    return lost ? EXIT_SUPERVISOR_LOST : status;
                 }
                 try {
                     Thread.sleep(WATCH_INTERVAL);

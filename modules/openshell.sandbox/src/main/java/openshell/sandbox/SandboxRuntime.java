@@ -9,6 +9,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import openshell.isolation.AgentSpec;
 import openshell.isolation.BackendException;
+import openshell.isolation.ByteChannel;
 import openshell.isolation.ConfirmationEvidence;
 import openshell.isolation.ExecSession;
 import openshell.isolation.ExecSpec;
@@ -26,6 +27,11 @@ import openshell.isolation.WorkloadTrust;
 final class SandboxRuntime implements RuntimeControl, AutoCloseable {
     /** Most workload processes whose handles are retained (running or with an unread status). */
     static final int MAX_PROCESSES = 1024;
+    /** Longest wait for a port forward's loopback connect inside the workload. */
+    static final Duration PORT_FORWARD_CONNECT_WAIT = Duration.ofSeconds(10);
+
+    /** A policy digest as the supervisor sends it. */
+    private static final java.util.regex.Pattern SHA256_HEX = java.util.regex.Pattern.compile("[0-9a-f]{64}");
 
     enum State { SERVING, ATTACHED, CONFIRMED, RUNNING, ENDED }
 
@@ -74,6 +80,10 @@ final class SandboxRuntime implements RuntimeControl, AutoCloseable {
         if (supervisorInstance == null || supervisorInstance.isBlank() || generation < 0) {
             throw new BackendException(BackendException.Kind.INVALID, "a supervisor instance and a generation are required");
         }
+        if (state == State.ATTACHED || state == State.CONFIRMED || state == State.RUNNING) {
+            // Exclusive: the boundary has its supervisor; a second one is refused, whoever asks.
+            throw new BackendException(BackendException.Kind.DENIED, "attach: the runtime is already bound (state " + state + ")");
+        }
         require(State.SERVING, "attach");
         this.supervisor = supervisorInstance;
         this.generation = generation;
@@ -82,10 +92,18 @@ final class SandboxRuntime implements RuntimeControl, AutoCloseable {
     }
 
     @Override
-    public synchronized ConfirmationEvidence confirm() {
+    public synchronized ConfirmationEvidence confirm(String supervisorPolicyDigest) {
         require(State.ATTACHED, "confirm");
+        String digest = policySha256;
+        if (SandboxMain.POLICY_HELD_BY_SUPERVISOR.equals(policySha256)) {
+            if (supervisorPolicyDigest == null || !SHA256_HEX.matcher(supervisorPolicyDigest).matches()) {
+                throw new BackendException(BackendException.Kind.INVALID,
+                        "confirm needs the SHA-256 of the policy the supervisor decides with");
+            }
+            digest = supervisorPolicyDigest;
+        }
         List<ConfirmationEvidence.Control> controls = new ArrayList<>();
-        controls.add(new ConfirmationEvidence.Control("egress-mediation",
+        controls.add(new ConfirmationEvidence.Control("network-mediation",
                 "seccomp user notification per workload process; connect on the caller's own socket (pidfd_getfd) to a one-shot loopback relay; task memory via "
                         + probes.taskMemory() + (probes.waitKillable() ? "; WAIT_KILLABLE_RECV" : "")));
         controls.add(new ConfirmationEvidence.Control("dns", "relay on " + NetworkBroker.DNS_RELAY + " (UDP, TCP); resolv.conf bind-mounted read-only"));
@@ -95,7 +113,7 @@ final class SandboxRuntime implements RuntimeControl, AutoCloseable {
         controls.add(new ConfirmationEvidence.Control("privileges", "no_new_privs, empty capability and bounding sets, uid/gid != 0"));
         controls.add(new ConfirmationEvidence.Control("process-tree", "cgroup v2 leaf, cgroup.kill; runtime is child subreaper"));
         state = State.CONFIRMED;
-        return new ConfirmationEvidence(controls, probes.kernel(), policySha256, !probes.egressErrors().isEmpty());
+        return new ConfirmationEvidence(controls, probes.kernel(), digest, !probes.egressErrors().isEmpty());
     }
 
     @Override
@@ -187,6 +205,31 @@ final class SandboxRuntime implements RuntimeControl, AutoCloseable {
     }
 
     @Override
+    public ByteChannel portForward(int port) {
+        synchronized (this) {
+            require(State.RUNNING, "portForward");
+        }
+        if (port < 1 || port > 65535) {
+            throw new BackendException(BackendException.Kind.INVALID, "port " + port + " is out of range");
+        }
+        try {
+            java.net.Socket socket = broker.network().run(() -> {
+                java.net.Socket s = new java.net.Socket();
+                s.connect(new java.net.InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), port),
+                        (int) PORT_FORWARD_CONNECT_WAIT.toMillis());
+                return s;
+            });
+            socket.setTcpNoDelay(true);
+            return new RelayChannel(socket, () -> { });
+        } catch (java.io.IOException | RuntimeException e) {
+            if (e instanceof BackendException b) {
+                throw b;
+            }
+            throw new BackendException(BackendException.Kind.FAILED, "nothing accepts on loopback port " + port + ": " + e.getMessage());
+        }
+    }
+
+    @Override
     public void terminate() {
         synchronized (this) {
             if (state == State.ENDED) {
@@ -195,6 +238,20 @@ final class SandboxRuntime implements RuntimeControl, AutoCloseable {
             state = State.ENDED;
         }
         tree.terminateAll();
+    }
+
+    @Override
+    public void supervision(boolean present) {
+        if (present) {
+            broker.supervisionTaken();
+        } else {
+            broker.supervisionLost();
+        }
+    }
+
+    @Override
+    public boolean supervised() {
+        return broker.supervised();
     }
 
     @Override

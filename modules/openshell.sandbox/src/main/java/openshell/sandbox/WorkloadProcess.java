@@ -14,6 +14,7 @@ import openshell.isolation.ExecSession;
 import openshell.isolation.ExitStatus;
 import openshell.isolation.ProcessSignal;
 import openshell.isolation.TerminalSize;
+import openshell.linux.Cgroup;
 import openshell.linux.ChildExit;
 import openshell.linux.ChildProcess;
 import openshell.linux.LinuxException;
@@ -33,7 +34,7 @@ final class WorkloadProcess implements ExecSession, BoundaryProcess {
     static final Duration READ_SLICE = Duration.ofSeconds(1);
 
     private final ChildProcess process;
-    private final ProcessTree tree;
+    private final Cgroup leaf;
     private final OwnedFd stdin;
     private final OwnedFd stdout;
     private final Optional<OwnedFd> stderr;
@@ -41,9 +42,9 @@ final class WorkloadProcess implements ExecSession, BoundaryProcess {
     private final CountDownLatch drained;
     private final CompletableFuture<ExitStatus> exit = new CompletableFuture<>();
 
-    WorkloadProcess(ProcessTree tree, ChildProcess process, OwnedFd stdin, OwnedFd stdout, Optional<OwnedFd> stderr,
+    WorkloadProcess(Cgroup leaf, ChildProcess process, OwnedFd stdin, OwnedFd stdout, Optional<OwnedFd> stderr,
                     Optional<Pty> terminal) {
-        this.tree = tree;
+        this.leaf = leaf;
         this.process = process;
         this.stdin = stdin;
         this.stdout = stdout;
@@ -200,20 +201,51 @@ final class WorkloadProcess implements ExecSession, BoundaryProcess {
 
     @Override
     public void signal(ProcessSignal signal) {
-        if (!exit.isDone()) {
-            process.pidfd().signal(signal.number());
+        if (exit.isDone()) {
+            throw new BackendException(BackendException.Kind.TERMINATED, "process " + process.pid() + " has exited");
         }
+        process.pidfd().signal(signal.number());
     }
 
-    /** Terminates the whole workload tree, not only this process: descendants may have escaped it by setsid. */
+    /**
+     * Kills this process and everything it started (its own cgroup leaf: descendants that escaped
+     * by setsid or a double fork included), and nothing else of the workload.
+     */
     @Override
     public void terminate() {
-        tree.terminateAll();
+        leaf.killAll();
+        long deadline = System.nanoTime() + ProcessTree.KILL_WAIT.toNanos();
+        while (leaf.events().populated() && System.nanoTime() < deadline) {
+            Thread.onSpinWait();
+        }
     }
 
     /** Resizes the terminal, if there is one. */
     void resize(TerminalSize size) {
+        if (exit.isDone()) {
+            throw new BackendException(BackendException.Kind.TERMINATED, "process " + process.pid() + " has exited");
+        }
         terminal.ifPresent(pty -> pty.resize(new Pty.WindowSize(size.rows(), size.columns())));
+    }
+
+    /** @return the pids in this process's cgroup leaf (it and what it started) */
+    java.util.List<Integer> members() {
+        try {
+            return leaf.members();
+        } catch (LinuxException e) {
+            return java.util.List.of();
+        }
+    }
+
+    /** Removes this process's cgroup leaf once it is empty (the runtime's end). */
+    void removeLeaf() {
+        try {
+            if (!leaf.events().populated()) {
+                leaf.remove();
+            }
+        } catch (LinuxException e) {
+            NetworkBroker.audit("cgroup", "not-removed", e.getMessage());
+        }
     }
 
     @Override

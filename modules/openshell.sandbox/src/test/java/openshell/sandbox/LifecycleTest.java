@@ -25,10 +25,11 @@ class LifecycleTest {
             try (SandboxRuntime runtime = new SandboxRuntime(report, sandbox.broker, ProcessTreeTest.tree(sandbox), "0".repeat(64))) {
                 AgentSpec agentSpec = new AgentSpec(List.of("/usr/bin/bash", "-c", "read -r line; exit 3"), Map.of("PATH", "/usr/bin"), "/");
                 assertEquals(BackendException.Kind.INVALID, assertThrows(BackendException.class, () -> runtime.startAgent(agentSpec)).kind());
-                assertEquals(BackendException.Kind.INVALID, assertThrows(BackendException.class, runtime::confirm).kind());
+                assertEquals(BackendException.Kind.INVALID, assertThrows(BackendException.class, () -> runtime.confirm("")).kind());
                 assertEquals(List.of(), runtime.attach("supervisor-a", 1));
-                assertEquals(BackendException.Kind.INVALID, assertThrows(BackendException.class, () -> runtime.attach("supervisor-b", 2)).kind());
-                ConfirmationEvidence evidence = runtime.confirm();
+                assertEquals(BackendException.Kind.DENIED, assertThrows(BackendException.class, () -> runtime.attach("supervisor-b", 2)).kind(),
+                        "a second supervisor is refused: the boundary is bound");
+                ConfirmationEvidence evidence = runtime.confirm("");
                 assertTrue(evidence.directEgressFailed());
                 assertEquals(report.kernel(), evidence.kernel());
                 assertTrue(evidence.controls().stream().anyMatch(c -> c.mechanism().contains("Landlock ABI " + report.landlockAbi())));

@@ -113,7 +113,7 @@ class ProcessTreeTest {
     }
 
     @Test
-    void terminateKillsTheWholeTreeIncludingADoubleForkedSessionLeader() throws Exception {
+    void terminateKillsTheProcesssWholeTreeIncludingADoubleForkedSessionLeader() throws Exception {
         try (TestSandbox sandbox = new TestSandbox(); ProcessTree tree = tree(sandbox)) {
             WorkloadProcess p = tree.start(pipes("/usr/bin/bash", "-c",
                     "(setsid sleep 600 >/dev/null 2>&1 < /dev/null &) ; sleep 600 & echo started; wait"));
@@ -121,17 +121,24 @@ class ProcessTreeTest {
             byte[] line = new byte[8];
             assertEquals(8, stdout.readNBytes(line, 0, 8));
             long deadline = System.nanoTime() + WAIT.toNanos();
-            while (tree.members().size() < 3 && System.nanoTime() < deadline) {
+            while (p.members().size() < 3 && System.nanoTime() < deadline) {
                 Thread.onSpinWait();
             }
-            List<Integer> members = new ArrayList<>(tree.members());
+            List<Integer> members = new ArrayList<>(p.members());
+            assertTrue(tree.members().containsAll(members), "the workload's members include the process's");
             assertTrue(members.size() >= 3, "bash, its sleep and the double-forked sleep: " + members);
             p.terminate();
-            assertEquals(List.of(), tree.members(), "nothing survives");
+            assertEquals(List.of(), p.members(), "nothing of its tree survives (the spare launcher is not its)");
             for (int pid : members) {
                 assertFalse(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false) && !isZombie(pid), "pid " + pid + " survived");
             }
             assertEquals(Optional.of(new ExitStatus.Signaled(9)), p.awaitExit(WAIT));
+            // Only that process's tree: the workload goes on until the whole of it is terminated.
+            WorkloadProcess next = tree.start(pipes("/usr/bin/true"));
+            readAll(next.stdout());
+            readAll(next.stderr());
+            assertEquals(Optional.of(new ExitStatus.Exited(0)), next.awaitExit(WAIT));
+            tree.terminateAll();
             BackendException refused = assertThrows(BackendException.class, () -> tree.start(pipes("/usr/bin/true")));
             assertEquals(BackendException.Kind.TERMINATED, refused.kind());
         }

@@ -54,7 +54,8 @@ class SandboxMainTest {
         mediation[0] = bound.mediation();
         ReadyBoundary ready = bound.confirm();
         assertTrue(ready.evidence().directEgressFailed());
-        assertEquals(SandboxMain.POLICY_HELD_BY_SUPERVISOR, ready.evidence().policySha256());
+        // The runtime holds no policy: it confirms under the digest of the one its supervisor decides with.
+        assertEquals(context.policy().sha256(), ready.evidence().policySha256());
         return ready.startAgent();
     }
 

@@ -40,6 +40,7 @@ import openshell.protocol.wire.ConfirmRequest;
 import openshell.protocol.wire.ConfirmResult;
 import openshell.protocol.wire.ExecRequest;
 import openshell.protocol.wire.ProcessInput;
+import openshell.protocol.wire.PortForwardRequest;
 import openshell.protocol.wire.ProcessOutput;
 import openshell.protocol.wire.ResizeRequest;
 import openshell.protocol.wire.SignalRequest;
@@ -64,6 +65,8 @@ public final class OpenShellRuntimeBackend implements IsolationBackend {
      * its own bound (ProcessTree.LAUNCH_WAIT, 60 s each) before the process exists.
      */
     static final Duration START_DEADLINE = Duration.ofSeconds(150);
+    /** Links tried for one attach: each died before the runtime served it (TLS failed, or UNAVAILABLE); it redials. */
+    static final int MAX_ATTACH_ATTEMPTS = 5;
 
     private final Function<VerifiedTopologyDescriptor, SupervisorLink> links;
 
@@ -88,12 +91,13 @@ public final class OpenShellRuntimeBackend implements IsolationBackend {
     /**
      * Installs the launch material of this supervisor process (one sandbox per process): the
      * backends the {@link Provider} creates open their link with it. Only {@code SupervisorMain}
-     * calls this, after validating its launch bundle.
+     * calls this, after validating its launch bundle (and the black-box conformance suite, which
+     * plays the supervisor, through a command-line export: the package is not exported).
      *
      * @param links opens the one link to the runtime (TLS pinned, tokens attached)
      * @return uninstalls it again
      */
-    static Runnable installLaunchMaterial(Function<VerifiedTopologyDescriptor, SupervisorLink> links) {
+    public static Runnable installLaunchMaterial(Function<VerifiedTopologyDescriptor, SupervisorLink> links) {
         Objects.requireNonNull(links);
         if (!INSTALLED.compareAndSet(null, links)) {
             throw new SupervisorException("launch material is already installed in this supervisor");
@@ -139,14 +143,34 @@ public final class OpenShellRuntimeBackend implements IsolationBackend {
         if (!KEY.equals(descriptor.backend())) {
             throw new BackendException(BackendException.Kind.INVALID, "descriptor is for " + descriptor.backend() + ", not " + KEY);
         }
-        SupervisorLink link = links.apply(descriptor);
-        RemoteCalls calls = new RemoteCalls(link);
-        try {
-            calls.call("attach", AttachRequest.newBuilder().setSupervisorId(context.sessionId().value()).build(),
-                    (stub, request) -> stub.attach(request));
-        } catch (RuntimeException e) {
-            link.close();
-            throw e;
+        RemoteCalls calls = null;
+        for (int attempt = 1; calls == null; attempt++) {
+            SupervisorLink link;
+            try {
+                link = links.apply(descriptor);
+            } catch (ProtocolException e) {
+                // A dial whose TLS failed (the runtime gave up on it): the runtime dials again.
+                if (e.refusal() != openshell.protocol.Refusal.TRANSPORT_FAILED || attempt >= MAX_ATTACH_ATTEMPTS) {
+                    throw new BackendException(BackendException.Kind.UNAVAILABLE, "no link to the runtime: " + e.getMessage(), e);
+                }
+                continue;
+            }
+            RemoteCalls candidate = new RemoteCalls(link);
+            try {
+                candidate.call("attach", AttachRequest.newBuilder().setSupervisorId(context.sessionId().value()).build(),
+                        (stub, request) -> stub.attach(request));
+                calls = candidate;
+            } catch (BackendException e) {
+                link.close();
+                // The runtime drops a link that no authenticated call reached within its handshake
+                // timeout (a queued dial, a loaded machine) and dials again: take the next one.
+                if (e.kind() != BackendException.Kind.UNAVAILABLE || attempt >= MAX_ATTACH_ATTEMPTS) {
+                    throw e;
+                }
+            } catch (RuntimeException e) {
+                link.close();
+                throw e;
+            }
         }
         return new Bound(calls, context);
     }
@@ -165,9 +189,10 @@ public final class OpenShellRuntimeBackend implements IsolationBackend {
         @Override
         public synchronized NetworkMediationSource mediation() {
             handle.checkLive();
-            if (mediation == null) {
-                mediation = new RemoteMediation(calls);
+            if (mediation != null) {
+                throw new BackendException(BackendException.Kind.INVALID, "the mediation source is already taken");
             }
+            mediation = new RemoteMediation(calls);
             return mediation;
         }
 
@@ -193,6 +218,7 @@ public final class OpenShellRuntimeBackend implements IsolationBackend {
 
         @Override
         public void abort() {
+            handle.checkLive();
             handle.consume();
             RemoteMediation taken;
             synchronized (this) {
@@ -219,6 +245,7 @@ public final class OpenShellRuntimeBackend implements IsolationBackend {
 
         @Override
         public ConfirmationEvidence evidence() {
+            handle.checkLive();
             return evidence;
         }
 
@@ -236,6 +263,7 @@ public final class OpenShellRuntimeBackend implements IsolationBackend {
 
         @Override
         public void abort() {
+            handle.checkLive();
             handle.consume();
             terminateQuietly(calls);
         }
@@ -276,8 +304,15 @@ public final class OpenShellRuntimeBackend implements IsolationBackend {
         @Override
         public BoundaryPortForward portForward() {
             return target -> {
-                throw new BackendException(BackendException.Kind.UNAVAILABLE,
-                        "port forwarding over the Sandbox Protocol is not implemented yet (issue 6)");
+                requireRunning();
+                if (!target.address().equals(java.net.InetAddress.getLoopbackAddress())) {
+                    // PortForwardRequest carries a port only: the runtime connects to 127.0.0.1.
+                    throw new BackendException(BackendException.Kind.UNAVAILABLE, "protocol version 1 forwards to "
+                            + java.net.InetAddress.getLoopbackAddress().getHostAddress() + " only, not " + target.address());
+                }
+                String id = calls.call("portForward", PortForwardRequest.newBuilder().setSandboxPort(target.port()).build(),
+                        (stub, request) -> stub.portForward(request)).getForwardId();
+                return RemoteMediation.claim(calls, id);
             };
         }
 

@@ -160,6 +160,49 @@ final class RemoteMediation implements NetworkMediationSource {
         leftQueries.forEach(q -> q.refuse(DenyReason.MEDIATION_UNAVAILABLE));
     }
 
+    /**
+     * Opens the Relay stream for an announced connection or a port forward: its first message is
+     * the allowing decision for that id; then bytes flow under message credits.
+     *
+     * @param calls        the link
+     * @param connectionId the runtime's id of the connection
+     * @return the supervisor's end of the relay
+     */
+    static ByteChannel claim(RemoteCalls calls, String connectionId) {
+        InboundBytes input = new InboundBytes();
+        CreditedStream<RelayDown, RelayUp> relay = CreditedStream.create(CreditedStream.Kind.SUPERVISOR_RELAY,
+                new StreamObserver<>() {
+                    @Override
+                    public void onNext(RelayDown down) {
+                        switch (down.getKindCase()) {
+                        case DATA -> input.deliver(down.getData().toByteArray());
+                        case HALF_CLOSE -> input.end();
+                        default -> {
+                            // nothing else is defined
+                        }
+                        }
+                    }
+
+                    @Override
+                    public void onError(Throwable t) {
+                        input.fail("relay failed: " + t.getMessage());
+                    }
+
+                    @Override
+                    public void onCompleted() {
+                        input.end();
+                    }
+                }, Thread.ofVirtual().name("relay-" + connectionId).factory());
+        relay.connect(calls.async().relay(relay.inbound()));
+        try {
+            relay.send(RelayUp.newBuilder().setDecision(RelayDecision.newBuilder()
+                    .setConnectionId(connectionId).setAllow(true)).build());
+        } catch (ProtocolException e) {
+            throw new BackendException(BackendException.Kind.UNAVAILABLE, "the relay stream failed: " + e.getMessage(), e);
+        }
+        return new RelayBytes(relay, input);
+    }
+
     static IdentityResolution identity(boolean present, Identity identity, String unresolved) {
         if (!present) {
             return new IdentityResolution.Unresolved(unresolved.isBlank() ? "the runtime sent no identity" : unresolved);
@@ -233,39 +276,14 @@ final class RemoteMediation implements NetworkMediationSource {
 
         @Override
         public ByteChannel allow() {
-            decideOnce();
-            InboundBytes input = new InboundBytes();
-            CreditedStream<RelayDown, RelayUp> relay = CreditedStream.create(CreditedStream.Kind.SUPERVISOR_RELAY,
-                    new StreamObserver<>() {
-                        @Override
-                        public void onNext(RelayDown down) {
-                            switch (down.getKindCase()) {
-                            case DATA -> input.deliver(down.getData().toByteArray());
-                            case HALF_CLOSE -> input.end();
-                            default -> {
-                                // nothing else is defined
-                            }
-                            }
-                        }
-
-                        @Override
-                        public void onError(Throwable t) {
-                            input.fail("relay failed: " + t.getMessage());
-                        }
-
-                        @Override
-                        public void onCompleted() {
-                            input.end();
-                        }
-                    }, Thread.ofVirtual().name("relay-" + announced.getConnectionId()).factory());
-            relay.connect(calls.async().relay(relay.inbound()));
-            try {
-                relay.send(RelayUp.newBuilder().setDecision(RelayDecision.newBuilder()
-                        .setConnectionId(announced.getConnectionId()).setAllow(true)).build());
-            } catch (ProtocolException e) {
-                throw new BackendException(BackendException.Kind.UNAVAILABLE, "the relay stream failed: " + e.getMessage(), e);
+            if (identity instanceof IdentityResolution.Unresolved unresolved) {
+                // Only deniable (the contract): the refused allow is the decision, and it denies.
+                deny(DenyReason.IDENTITY_UNRESOLVED);
+                throw new BackendException(BackendException.Kind.DENIED, "connection " + announced.getConnectionId()
+                        + " has no resolved identity (" + unresolved.reason() + "); it can only be denied");
             }
-            return new RelayBytes(relay, input);
+            decideOnce();
+            return claim(calls, announced.getConnectionId());
         }
 
         @Override

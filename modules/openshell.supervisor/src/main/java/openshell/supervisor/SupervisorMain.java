@@ -284,7 +284,9 @@ public final class SupervisorMain {
                 NetworkMediationSource source = bound.mediation();
                 mediation.start(source);
                 ReadyBoundary ready = bound.confirm();
-                if (!ready.evidence().directEgressFailed()) {
+                // Read before startAgent: a consumed ready handle answers nothing (the contract).
+                openshell.isolation.ConfirmationEvidence evidence = ready.evidence();
+                if (!evidence.directEgressFailed()) {
                     ready.abort();
                     throw new BackendException(BackendException.Kind.FAILED,
                             "the runtime reports that direct egress did not fail: refusing to start the agent");
@@ -299,8 +301,8 @@ public final class SupervisorMain {
                         () -> running.get().running(), live)) {
                     out.println("{\"ready\":true,\"admin\":\"http://127.0.0.1:" + admin.port() + "\",\"sandbox\":\""
                             + bundle.sandboxId() + "\",\"generation\":" + bundle.generation() + ",\"backend\":\""
-                            + BACKEND.name() + "@" + BACKEND.version() + "\",\"kernel\":\"" + ready.evidence().kernel()
-                            + "\",\"controls\":" + ready.evidence().controls().size() + ",\"policyGeneration\":"
+                            + BACKEND.name() + "@" + BACKEND.version() + "\",\"kernel\":\"" + evidence.kernel()
+                            + "\",\"controls\":" + evidence.controls().size() + ",\"policyGeneration\":"
                             + policies.number() + "}");
                     out.flush();
                     ExitStatus status = running.get().agent().awaitExit();

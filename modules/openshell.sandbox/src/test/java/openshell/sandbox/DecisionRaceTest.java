@@ -21,87 +21,12 @@ import openshell.isolation.PendingTcpOpen;
 import org.junit.jupiter.api.Test;
 
 /**
- * Bypass attempts by a real workload process (a C program compiled here with gcc) in a sandbox
- * whose supervisor denies everything: each attempt must fail, and the test asserts how.
+ * White-box races at the broker: a workload that changes what is behind a pending decision (an
+ * exec, a dup2 over the blocked socket) against the real kernel, with the broker itself as the
+ * mediation source. The black-box escape suite, in a real sandbox with the real supervisor, is
+ * {@code tests/escape}.
  */
-class EscapeTest {
-
-    static Path compile(String name) throws Exception {
-        Path dir = Files.createTempDirectory("openshell-escape");
-        Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxr-xr-x"));
-        Path source = dir.resolve(name + ".c");
-        try (InputStream in = EscapeTest.class.getResourceAsStream("/escape/" + name + ".c")) {
-            Files.write(source, in.readAllBytes());
-        }
-        Path binary = dir.resolve(name);
-        Process gcc = new ProcessBuilder("gcc", "-O1", "-Wall", "-o", binary.toString(), source.toString())
-                .redirectErrorStream(true).start();
-        String output = new String(gcc.getInputStream().readAllBytes());
-        assertTrue(gcc.waitFor(TestSandbox.WAIT.toSeconds(), TimeUnit.SECONDS), "gcc did not finish");
-        assertEquals(0, gcc.exitValue(), "gcc (install it with apt-get install gcc): " + output);
-        return binary;
-    }
-
-    @Test
-    void everyBypassAttemptFailsWithTheExpectedErrno() throws Exception {
-        Path binary = compile("escape");
-        try {
-            everyBypassAttemptFails(binary);
-        } finally {
-            TestSandbox.deleteTree(binary.getParent());
-        }
-    }
-
-    private static void everyBypassAttemptFails(Path binary) throws Exception {
-        Map<String, String> expected = new LinkedHashMap<>();
-        expected.put("raw-socket", "EPERM");
-        expected.put("packet-socket", "EAFNOSUPPORT");
-        expected.put("vsock-socket", "EAFNOSUPPORT");
-        expected.put("sctp-socket", "EPERM");
-        expected.put("udp-sendto-outside", "EACCES");
-        expected.put("udp-connect-outside", "EACCES");
-        expected.put("udp-sendmsg-outside", "EACCES");
-        expected.put("udp-sendmmsg-second-outside", "EACCES");
-        expected.put("ipv6-connect-denied", "EACCES");
-        expected.put("tcp-sendto-with-address", "EACCES");
-        expected.put("tcp-msg-fastopen", "EOPNOTSUPP");
-        expected.put("bind-wildcard", "EACCES");
-        expected.put("io-uring-setup", "EPERM");
-        expected.put("unshare-user-namespace", "EPERM");
-        expected.put("clone3", "ENOSYS");
-        expected.put("netlink-add-address", "EPERM");
-        expected.put("ptrace-runtime", "EPERM");
-        expected.put("open-runtime-memory", "EACCES");
-        expected.put("process-vm-readv-runtime", "EPERM");
-        expected.put("runtime-root", "EACCES");
-        expected.put("runtime-environ", "EACCES");
-        expected.put("vfork-child-connect", "EACCES");
-        try (TestSandbox sandbox = new TestSandbox()) {
-            ConcurrentLinkedQueue<PendingTcpOpen> seen = new ConcurrentLinkedQueue<>();
-            sandbox.supervise(open -> Optional.of(DenyReason.POLICY), 1, seen);
-            TestSandbox.Outcome outcome = sandbox.run(sandbox.plan(binary.toString(),
-                    List.of("escape", Long.toString(ProcessHandle.current().pid())), binary.getParent().toString()).build());
-            Map<String, String> actual = new LinkedHashMap<>();
-            for (String line : outcome.output().lines().toList()) {
-                String[] parts = line.split(" ", 2);
-                actual.put(parts[0], parts.length > 1 ? parts[1] : "");
-            }
-            // int 0x80 never runs: the filter kills it (SIGSYS) where the kernel has i386 emulation,
-            // and the CPU faults (SIGSEGV) where it has none, as on this machine's kernel.
-            String i386 = actual.remove("i386-syscall");
-            assertTrue("SYS".equals(i386) || "SEGV".equals(i386), "i386 syscall: " + i386);
-            assertEquals(expected, actual, outcome.toString());
-            // The mediated attempts reached the supervisor with the real binary's identity.
-            List<PendingTcpOpen> opens = List.copyOf(seen);
-            assertEquals(2, opens.size(), opens.toString());
-            assertEquals(InetAddress.getByName("2001:db8::1"), opens.get(0).destination().address());
-            assertEquals(InetAddress.getByName("10.20.30.41"), opens.get(1).destination().address());
-            var vforkChild = assertInstanceOf(IdentityResolution.Resolved.class, opens.get(1).identity()).identity();
-            assertEquals(binary.toString(), vforkChild.path());
-            assertEquals(Optional.of(TestSandbox.sha256(binary.toString())), vforkChild.executable().sha256());
-            assertEquals(binary.toString(), vforkChild.ancestors().get(0).path(), "the vfork parent is its nearest ancestor");
-        }
-    }
+class DecisionRaceTest {
 
     /** Waits (in the workload) until thread {@code tid} is blocked in connect(2), without sleeping as synchronization. */
     private static final String AWAIT_CONNECT = String.join("\n",

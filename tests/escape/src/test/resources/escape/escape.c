@@ -1,4 +1,9 @@
-/* Bypass attempts run as a workload process under the broker; each prints "name outcome". */
+/*
+ * Bypass attempts run as a workload process of a real sandbox; each prints "name outcome" (the
+ * errno's name, or SUCCEEDED). argv: the runtime's pid (in the sandbox's pid namespace), the
+ * upstream's IPv4 address and port: every TCP attempt aims at that upstream, whose policy allows
+ * only another binary, so the test can also assert that no byte arrived there.
+ */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -29,7 +34,13 @@ static struct sockaddr_in v4(const char *ip, int port) {
 }
 
 int main(int argc, char **argv) {
-    pid_t runtime = argc > 1 ? atoi(argv[1]) : getppid();
+    if (argc != 4) {
+        fprintf(stderr, "usage: escape RUNTIME_PID UPSTREAM_IP UPSTREAM_PORT\n");
+        return 64;
+    }
+    pid_t runtime = atoi(argv[1]);
+    const char *upstream = argv[2];
+    int port = atoi(argv[3]);
     char path[128];
 
     report("raw-socket", socket(AF_INET, SOCK_RAW, IPPROTO_ICMP));
@@ -47,13 +58,26 @@ int main(int argc, char **argv) {
     struct mmsghdr mm[2] = {{.msg_hdr = {.msg_iov = &iov, .msg_iovlen = 1}}, {.msg_hdr = msg}};
     report("udp-sendmmsg-second-outside", sendmmsg(udp, mm, 2, 0));
 
-    struct sockaddr_in6 v6 = {.sin6_family = AF_INET6, .sin6_port = htons(80)};
-    inet_pton(AF_INET6, "2001:db8::1", &v6.sin6_addr);
+    struct sockaddr_in udp_upstream = v4(upstream, port);
+    report("udp-sendto-upstream", sendto(udp, "x", 1, 0, (struct sockaddr *)&udp_upstream, sizeof udp_upstream));
+
+    /* The upstream as an IPv4-mapped IPv6 address: mediated like IPv4, and this binary is not allowed. */
+    struct sockaddr_in6 v6 = {.sin6_family = AF_INET6, .sin6_port = htons(port)};
+    char mapped[64];
+    snprintf(mapped, sizeof mapped, "::ffff:%s", upstream);
+    inet_pton(AF_INET6, mapped, &v6.sin6_addr);
     int t6 = socket(AF_INET6, SOCK_STREAM, 0);
-    report("ipv6-connect-denied", connect(t6, (struct sockaddr *)&v6, sizeof v6));
+    report("ipv6-mapped-connect", connect(t6, (struct sockaddr *)&v6, sizeof v6));
+    struct sockaddr_in6 doc = {.sin6_family = AF_INET6, .sin6_port = htons(80)};
+    inet_pton(AF_INET6, "2001:db8::1", &doc.sin6_addr);
+    int t6b = socket(AF_INET6, SOCK_STREAM, 0);
+    report("ipv6-connect-undeclared", connect(t6b, (struct sockaddr *)&doc, sizeof doc));
 
     int tcp = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in remote = v4("10.20.30.40", 80);
+    struct sockaddr_in remote = v4(upstream, port);
+    report("tcp-connect-denied-binary", connect(socket(AF_INET, SOCK_STREAM, 0), (struct sockaddr *)&remote, sizeof remote));
+    int nb = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    report("tcp-nonblocking-connect", connect(nb, (struct sockaddr *)&remote, sizeof remote));
     report("tcp-sendto-with-address", sendto(tcp, "x", 1, 0, (struct sockaddr *)&remote, sizeof remote));
     report("tcp-msg-fastopen", sendto(tcp, "x", 1, MSG_FASTOPEN, (struct sockaddr *)&remote, sizeof remote));
     struct sockaddr_in any = v4("0.0.0.0", 8080);
@@ -91,12 +115,20 @@ int main(int argc, char **argv) {
     report("runtime-root", open(path, O_RDONLY));
     snprintf(path, sizeof path, "/proc/%d/environ", runtime);
     report("runtime-environ", open(path, O_RDONLY));
+    report("proc-1-root", open("/proc/1/root/etc/hostname", O_RDONLY));
+    snprintf(path, sizeof path, "/proc/%d/fd/0", runtime);
+    report("runtime-fd", open(path, O_RDONLY));
+    report("kill-runtime", kill(runtime, SIGKILL));
+    report("pidfd-getfd-runtime", syscall(SYS_pidfd_getfd, (int)syscall(SYS_pidfd_open, runtime, 0), 0, 0));
+    report("chroot", chroot("/"));
+    report("setuid-root", setuid(0));
+    report("mount-proc", syscall(SYS_mount, "none", "/tmp", "tmpfs", 0, NULL));
 
     /* vfork: the child connects while the parent is suspended; it is mediated (and denied) too. */
     pid_t child = vfork();
     if (child == 0) {
         int s = socket(AF_INET, SOCK_STREAM, 0);
-        struct sockaddr_in d = v4("10.20.30.41", 443);
+        struct sockaddr_in d = v4(upstream, port);
         _exit(connect(s, (struct sockaddr *)&d, sizeof d) < 0 ? errno : 0);
     }
     int status;

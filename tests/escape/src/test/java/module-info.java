@@ -1,0 +1,12 @@
+/**
+ * The escape suite as a black box: a real sandbox (the process driver starting the real supervisor
+ * and sandbox runtime mains) whose agent tries to get out by every path the issue lists, each
+ * attempt asserted by how it fails, and an upstream that must see nothing but the one allowed
+ * request. Runs as root with gcc installed; says so loudly otherwise.
+ */
+open module openshell.tests.escape {
+    requires openshell.driver;
+    requires openshell.isolation;
+    requires openshell.protocol;
+    requires org.junit.jupiter.api;
+}

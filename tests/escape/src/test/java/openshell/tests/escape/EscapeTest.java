@@ -1,0 +1,380 @@
+package openshell.tests.escape;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.io.File;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.Inet4Address;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.NetworkInterface;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.SocketException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import openshell.driver.ComputeDriver;
+import openshell.driver.DriverEnvironment;
+import openshell.driver.DriverRegistry;
+import openshell.driver.LaunchMaterial;
+import openshell.driver.LaunchPlan;
+import openshell.driver.Provisioned;
+import openshell.isolation.AgentSpec;
+import openshell.isolation.PolicySnapshot;
+import openshell.isolation.SandboxContext;
+import openshell.isolation.SandboxId;
+import openshell.isolation.SandboxSessionId;
+import openshell.isolation.WorkloadIdentity;
+import openshell.protocol.LaunchBundles;
+import openshell.protocol.TokenIssuer;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The escape suite in a real sandbox: the process driver starts the real supervisor and sandbox
+ * runtime, whose agent runs every bypass attempt (a C program and a Python script) and then one
+ * request the policy allows (curl). The upstream is a plain TCP server on the host's first
+ * non-loopback IPv4 address, declared in the policy for {@code /usr/bin/curl} only, and every TCP
+ * attempt aims at it: besides each attempt's errno, the upstream must have seen exactly one
+ * connection, the allowed one.
+ */
+class EscapeTest {
+    /** Longest wait for the agent (two JVM starts, a launcher JVM, gcc-built programs, 2 loaded cores). */
+    private static final Duration AGENT_WAIT = Duration.ofSeconds(300);
+    private static final Duration GCC_WAIT = Duration.ofSeconds(120);
+    private static final int WORKLOAD_ID = 1000;
+    private static final String ALLOWED_BODY = "allowed-body-5c1e";
+
+    /** Each attempt of escape.c and attempts.py, and how it must fail. */
+    private static Map<String, String> expected() {
+        Map<String, String> e = new LinkedHashMap<>();
+        e.put("raw-socket", "EPERM");
+        e.put("packet-socket", "EAFNOSUPPORT");
+        e.put("vsock-socket", "EAFNOSUPPORT");
+        e.put("sctp-socket", "EPERM");
+        e.put("udp-sendto-outside", "EACCES");
+        e.put("udp-connect-outside", "EACCES");
+        e.put("udp-sendmsg-outside", "EACCES");
+        e.put("udp-sendmmsg-second-outside", "EACCES");
+        e.put("udp-sendto-upstream", "EACCES");
+        e.put("ipv6-mapped-connect", "EACCES");
+        e.put("ipv6-connect-undeclared", "EACCES");
+        e.put("tcp-connect-denied-binary", "EACCES");
+        e.put("tcp-nonblocking-connect", "EACCES");
+        e.put("tcp-sendto-with-address", "EACCES");
+        e.put("tcp-msg-fastopen", "EOPNOTSUPP");
+        e.put("bind-wildcard", "EACCES");
+        e.put("io-uring-setup", "EPERM");
+        e.put("unshare-user-namespace", "EPERM");
+        e.put("clone3", "ENOSYS");
+        e.put("netlink-add-address", "EPERM");
+        e.put("ptrace-runtime", "EPERM");
+        e.put("open-runtime-memory", "EACCES");
+        e.put("process-vm-readv-runtime", "EPERM");
+        e.put("runtime-root", "EACCES");
+        e.put("runtime-environ", "EACCES");
+        e.put("proc-1-root", "EACCES");
+        e.put("runtime-fd", "EACCES");
+        e.put("kill-runtime", "EPERM");
+        e.put("pidfd-getfd-runtime", "EPERM");
+        e.put("chroot", "EPERM");
+        e.put("setuid-root", "EPERM");
+        e.put("mount-proc", "EPERM");
+        e.put("vfork-child-connect", "EACCES");
+        e.put("dup2-during-connect", "EACCES");
+        e.put("dup2-send", "not connected");
+        e.put("runtime-listeners", "NONE");
+        e.put("exec-during-connect", "REPLACED");
+        e.put("exec-during-connect-status", "0");
+        // exec of a setuid-root program: no_new_privs (and an owner unmapped in the sandbox) keep the workload's uid.
+        e.put("setuid-exec", WORKLOAD_ID + " " + WORKLOAD_ID);
+        return e;
+    }
+
+    @Test
+    void everyBypassAttemptFailsAsExpectedAndOnlyTheAllowedRequestReachesTheUpstream() throws Exception {
+        if (!"root".equals(System.getProperty("user.name"))) {
+            fail("this suite needs root: the process driver maps a private uid range for each sandbox");
+        }
+        InetAddress host = firstNonLoopbackIpv4();
+        try (Upstream upstream = new Upstream(host)) {
+            run(host, upstream);
+        }
+    }
+
+    private static void run(InetAddress host, Upstream upstream) throws Exception {
+        Path work = Path.of(System.getProperty("openshell.mains.work.dir"));
+        Files.createDirectories(work);
+        Path root = Files.createTempDirectory(work, "run");
+        Files.setPosixFilePermissions(root, PosixFilePermissions.fromString("rwx--x--x"));
+        Path bin = Files.createDirectory(root.resolve("bin"));
+        Files.setPosixFilePermissions(bin, PosixFilePermissions.fromString("rwxr-xr-x"));
+        // Short: the channel socket's path must fit a sockaddr_un (108 bytes).
+        Path runRoot = Files.createTempDirectory(Path.of("/tmp"), "osesc");
+        Files.setPosixFilePermissions(runRoot, PosixFilePermissions.fromString("rwx--x--x"));
+        Path stateRoot = Files.createDirectory(root.resolve("state"));
+        Path workspace = Files.createDirectory(root.resolve("workspace"));
+        Files.setPosixFilePermissions(workspace, PosixFilePermissions.fromString("rwxrwxrwx"));
+        String modulePath = readableModulePath(Files.createDirectory(root.resolve("lib")));
+        Path supervisorLauncher = launcher(bin.resolve("openshell-supervisor"), modulePath,
+                "openshell.supervisor/openshell.supervisor.SupervisorMain");
+        Path runtimeLauncher = launcher(bin.resolve("openshell-sandbox"), modulePath,
+                "openshell.sandbox/openshell.sandbox.SandboxMain");
+        compile("escape", workspace, "rwxr-xr-x");
+        // Setuid root, owned by host root: what an image's setuid program looks like from inside.
+        compile("euid", workspace, "rwsr-xr-x");
+        copyResource("attempts.py", workspace.resolve("attempts.py"));
+        Path agent = Files.writeString(workspace.resolve("agent.sh"), agentScript(host.getHostAddress(), upstream.port()));
+        Files.setPosixFilePermissions(agent, PosixFilePermissions.fromString("rwxr-xr-x"));
+
+        String policy = """
+                version: 1
+                network_policies:
+                  only-curl:
+                    endpoints:
+                      - host: "%s"
+                        port: %d
+                        protocol: tcp
+                    binaries:
+                      - path: /usr/bin/curl
+                """.formatted(host.getHostAddress(), upstream.port());
+        SandboxId id = new SandboxId("esc-" + Long.toHexString(System.nanoTime() & 0xffffff));
+        SandboxSessionId session = SandboxSessionId.fresh();
+        Map<String, String> env = Map.of("PATH", "/usr/bin:/bin", "HOME", workspace.toString(), "OUT", workspace.toString());
+        List<String> argv = List.of("/bin/bash", agent.toString());
+        TokenIssuer issuer = TokenIssuer.generate("openshell-gateway", "gateway-key-1", Clock.systemUTC());
+        LaunchBundles.Minted minted = LaunchBundles.mint(LaunchBundles.Request.builder().sandboxId(id.value())
+                .sessionId(session.value()).generation(1).policyYaml(policy)
+                .agent(new LaunchBundles.Agent(argv, env, workspace.toString()))
+                .workload(WORKLOAD_ID, WORKLOAD_ID).build(), issuer, 1);
+        ComputeDriver driver = DriverRegistry.load().driver("process", new DriverEnvironment(stateRoot, Map.of(
+                "supervisor.launcher", supervisorLauncher.toString(), "runtime.launcher", runtimeLauncher.toString(),
+                "run.root", runRoot.toString())));
+        SandboxContext context = new SandboxContext(id, session, PolicySnapshot.of(1, policy.getBytes(StandardCharsets.UTF_8)),
+                new AgentSpec(argv, env, workspace.toString()), new WorkloadIdentity(WORKLOAD_ID, WORKLOAD_ID, List.of()));
+        Provisioned provisioned = driver.create(new LaunchPlan(context, 1,
+                LaunchMaterial.of(minted.supervisorBundle(), minted.runtimeBundle()), Map.of("workspace", workspace.toString())));
+        Path supervisorLog = stateRoot.resolve("process/sandboxes").resolve(id.value()).resolve("supervisor.log");
+        Path runtimeLog = stateRoot.resolve("process/sandboxes").resolve(id.value()).resolve("runtime.log");
+        try {
+            Path done = workspace.resolve("done");
+            long deadline = System.nanoTime() + AGENT_WAIT.toNanos();
+            while (!Files.exists(done) && System.nanoTime() < deadline && !text(supervisorLog).contains("the agent ended")
+                    && !text(supervisorLog).contains("boundary failed")) {
+                Thread.sleep(200);
+            }
+            String logs = "\n--- supervisor.log\n" + text(supervisorLog) + "\n--- runtime.log\n" + text(runtimeLog)
+                    + "\n--- agent\n" + text(workspace.resolve("agent.log"));
+            assertTrue(Files.exists(done), "the agent did not finish within " + AGENT_WAIT + logs);
+
+            Map<String, String> actual = new LinkedHashMap<>();
+            for (String file : List.of("escape.out", "python.out")) {
+                for (String line : text(workspace.resolve(file)).lines().toList()) {
+                    String[] parts = line.split(" ", 2);
+                    actual.put(parts[0], parts.length > 1 ? parts[1] : "");
+                }
+            }
+            // The swapped-in socket was never connected: Linux says EPIPE or ENOTCONN, by state.
+            actual.computeIfPresent("dup2-send", (k, v) -> v.equals("EPIPE") || v.equals("ENOTCONN") ? "not connected" : v);
+            actual.put("setuid-exec", text(workspace.resolve("setuid.out")).strip());
+            // int 0x80 never runs: the filter kills it (SIGSYS) where the kernel has i386 emulation,
+            // and the CPU faults (SIGSEGV) where it has none.
+            String i386 = actual.remove("i386-syscall");
+            assertTrue("SYS".equals(i386) || "SEGV".equals(i386), "i386 syscall: " + i386 + logs);
+            assertEquals(expected(), actual, "each attempt and how it failed" + logs);
+            assertTrue(expected().size() + 1 >= 20, "the suite must hold at least 20 distinct attempts");
+
+            // Control: the allowed binary reaches the same upstream, so the failures above are the walls.
+            assertEquals("200", text(workspace.resolve("allowed.code")).strip(), logs);
+            assertEquals(ALLOWED_BODY, text(workspace.resolve("allowed.body")), logs);
+            assertEquals(List.of("GET /allowed HTTP/1.1"), upstream.firstLines(),
+                    "only the allowed request may reach the upstream" + logs);
+            // Every mediated attempt was decided by the supervisor as a denial for the binary that made it.
+            List<String> audit = text(supervisorLog).lines().filter(l -> l.startsWith("{\"time\"")).toList();
+            assertTrue(audit.stream().anyMatch(l -> l.contains("\"decision\":\"deny\"") && l.contains(workspace + "/escape")),
+                    audit.toString());
+            assertTrue(audit.stream().anyMatch(l -> l.contains("\"decision\":\"allow\"") && l.contains("/usr/bin/curl")),
+                    audit.toString());
+        } finally {
+            driver.delete(id, provisioned.state());
+            Files.deleteIfExists(runRoot);
+        }
+    }
+
+    /** The agent: the C attempts, the Python attempts, the setuid exec, then the allowed request. */
+    private static String agentScript(String host, int port) {
+        return """
+                #!/bin/bash
+                exec >"$OUT/agent.log" 2>&1
+                cd "$OUT"
+                id
+                RT=""
+                for p in /proc/[0-9]*; do
+                    if tr '\\0' ' ' < "$p/cmdline" 2>/dev/null | grep -q 'openshell.sandbox/openshell.sandbox.SandboxMain'; then
+                        RT=${p#/proc/}; break
+                    fi
+                done
+                echo "runtime pid: $RT"
+                ./escape "$RT" %1$s %2$d >escape.out; echo "escape exit $?"
+                /usr/bin/python3 attempts.py %1$s %2$d >python.out; echo "python exit $?"
+                ./euid >setuid.out; echo "euid exit $?"
+                curl -sS -o allowed.body -w '%%{http_code}' --max-time 60 http://%1$s:%2$d/allowed >allowed.code
+                touch done
+                """.formatted(host, port);
+    }
+
+    private static void compile(String name, Path into, String mode) throws Exception {
+        Path source = into.resolve(name + ".c");
+        copyResource(name + ".c", source);
+        Path binary = into.resolve(name);
+        Process gcc = new ProcessBuilder("gcc", "-O1", "-Wall", "-o", binary.toString(), source.toString())
+                .redirectErrorStream(true).start();
+        String output = new String(gcc.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(gcc.waitFor(GCC_WAIT.toSeconds(), TimeUnit.SECONDS), "gcc did not finish within " + GCC_WAIT);
+        assertEquals(0, gcc.exitValue(), "gcc (install it with apt-get install gcc): " + output);
+        Files.setPosixFilePermissions(binary, PosixFilePermissions.fromString(mode.replace('s', 'x')));
+        if (mode.contains("s")) {
+            // chmod(2) keeps the setuid bit; Java's permission view cannot express it.
+            Process chmod = new ProcessBuilder("chmod", "4755", binary.toString()).redirectErrorStream(true).start();
+            assertTrue(chmod.waitFor(GCC_WAIT.toSeconds(), TimeUnit.SECONDS));
+            assertEquals(0, chmod.exitValue());
+        }
+    }
+
+    private static void copyResource(String name, Path to) throws IOException {
+        try (InputStream in = EscapeTest.class.getResourceAsStream("/escape/" + name)) {
+            if (in == null) {
+                throw new IOException("missing test resource /escape/" + name);
+            }
+            Files.copy(in, to, StandardCopyOption.REPLACE_EXISTING);
+        }
+        Files.setPosixFilePermissions(to, PosixFilePermissions.fromString("rw-r--r--"));
+    }
+
+    /** A plain TCP upstream: records each connection's first line and answers it with a small HTTP response. */
+    private static final class Upstream implements AutoCloseable {
+        private final ServerSocket server;
+        private final List<String> firstLines = new CopyOnWriteArrayList<>();
+
+        Upstream(InetAddress host) throws IOException {
+            server = new ServerSocket();
+            server.bind(new InetSocketAddress(host, 0), 16);
+            Thread.ofPlatform().daemon(true).name("escape-upstream").start(this::serve);
+        }
+
+        int port() {
+            return server.getLocalPort();
+        }
+
+        List<String> firstLines() {
+            return List.copyOf(firstLines);
+        }
+
+        private void serve() {
+            while (!server.isClosed()) {
+                try (Socket s = server.accept()) {
+                    s.setSoTimeout((int) Duration.ofSeconds(10).toMillis());
+                    String line = readLine(s.getInputStream());
+                    firstLines.add(line);
+                    if (line.startsWith("GET /allowed ")) {
+                        while (!readLine(s.getInputStream()).isEmpty()) {
+                            // skip the headers
+                        }
+                        OutputStream out = s.getOutputStream();
+                        out.write(("HTTP/1.1 200 OK\r\nContent-Length: " + ALLOWED_BODY.length()
+                                + "\r\nConnection: close\r\n\r\n" + ALLOWED_BODY).getBytes(StandardCharsets.US_ASCII));
+                        out.flush();
+                    }
+                } catch (IOException e) {
+                    if (!server.isClosed()) {
+                        firstLines.add("(connection failed: " + e.getMessage() + ")");
+                    }
+                }
+            }
+        }
+
+        private static String readLine(InputStream in) throws IOException {
+            StringBuilder line = new StringBuilder();
+            int b;
+            while ((b = in.read()) >= 0 && b != '\n') {
+                if (b != '\r') {
+                    line.append((char) b);
+                }
+            }
+            return line.toString();
+        }
+
+        @Override
+        public void close() throws IOException {
+            server.close();
+        }
+    }
+
+    private static String readableModulePath(Path lib) throws IOException {
+        Files.setPosixFilePermissions(lib, PosixFilePermissions.fromString("rwxr-xr-x"));
+        List<String> entries = new ArrayList<>();
+        for (String entry : Files.readString(Path.of(System.getProperty("openshell.mains.module.path.file"))).strip()
+                .split(File.pathSeparator)) {
+            Path source = Path.of(entry);
+            if (Files.isRegularFile(source)) {
+                Path copy = lib.resolve(source.getFileName());
+                Files.copy(source, copy, StandardCopyOption.REPLACE_EXISTING);
+                Files.setPosixFilePermissions(copy, PosixFilePermissions.fromString("rw-r--r--"));
+                entries.add(copy.toString());
+            } else {
+                entries.add(entry);
+            }
+        }
+        return String.join(File.pathSeparator, entries);
+    }
+
+    private static Path launcher(Path file, String modulePath, String mainModule) throws IOException {
+        String script = "#!/bin/sh\nexec " + Path.of(System.getProperty("java.home"), "bin", "java")
+                + " --enable-native-access=com.sun.jna -Djna.boot.library.path=" + System.getProperty("openshell.mains.jna.dir")
+                + " -Djna.nounpack=true -Djna.noclasspath=true --add-modules ALL-MODULE-PATH -p " + modulePath + " -m " + mainModule + " \"$@\"\n";
+        Files.writeString(file, script);
+        Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rwxr-xr-x"));
+        return file;
+    }
+
+    private static InetAddress firstNonLoopbackIpv4() throws SocketException {
+        List<InetAddress> found = new ArrayList<>();
+        for (NetworkInterface nic : Collections.list(NetworkInterface.getNetworkInterfaces())) {
+            if (!nic.isUp() || nic.isLoopback()) {
+                continue;
+            }
+            for (InetAddress a : Collections.list(nic.getInetAddresses())) {
+                if (a instanceof Inet4Address && !a.isLoopbackAddress() && !a.isLinkLocalAddress()) {
+                    found.add(a);
+                }
+            }
+        }
+        if (found.isEmpty()) {
+            fail("this host has no non-loopback IPv4 address: the upstream must not be on loopback (policy refuses it)");
+        }
+        return found.getFirst();
+    }
+
+    private static String text(Path file) {
+        try {
+            return Files.exists(file) ? Files.readString(file) : "";
+        } catch (IOException e) {
+            return "(unreadable: " + e.getMessage() + ")";
+        }
+    }
+}
