@@ -79,6 +79,8 @@
  * <tr><td>{@code OpenShellRuntimeBackend.START_DEADLINE}</td><td>150 s (startAgent, exec)</td><td>the call fails UNAVAILABLE</td></tr>
  * <tr><td>{@code OpenShellRuntimeBackend.MAX_ATTACH_ATTEMPTS}</td><td>5 links</td><td>attach fails UNAVAILABLE (each link died before the runtime served it)</td></tr>
  * <tr><td>{@code RemoteMediation.MAX_QUEUED}</td><td>256 pending opens, 256 DNS queries</td><td>the next one is denied EXHAUSTED at once</td></tr>
+ * <tr><td>{@code RemoteMediation.REOPEN_DELAY}</td><td>250 ms</td><td>a mediation stream that ended while the link is up is taken again after it</td></tr>
+ * <tr><td>{@code RemoteMediation.MAX_REOPENS}</td><td>8 in a row without a message</td><td>the supervisor stops taking it again; the runtime's supervision-loss grace applies</td></tr>
  * <tr><td>{@code InboundBytes.MAX_CHUNKS}</td><td>64 chunks (≤ 1 MiB) per stream</td><td>the link's reader waits for the consumer</td></tr>
  * </table>
  *

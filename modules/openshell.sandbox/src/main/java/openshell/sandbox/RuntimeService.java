@@ -401,7 +401,14 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
                 control.supervision(false);
                 announcing.set(false);
                 // Announced but undecided connections fail closed when their announcer goes.
-                pendingOpens.values().forEach(open -> open.deny(DenyReason.MEDIATION_UNAVAILABLE));
+                // Each on its own: one decided meanwhile (its relay won the race) must not spare the rest.
+                pendingOpens.values().forEach(open -> {
+                    try {
+                        open.deny(DenyReason.MEDIATION_UNAVAILABLE);
+                    } catch (RuntimeException alreadyDecided) {
+                        LOGGER.log(System.Logger.Level.DEBUG, "pending connect already decided: " + alreadyDecided);
+                    }
+                });
                 pendingOpens.clear();
             }
         });

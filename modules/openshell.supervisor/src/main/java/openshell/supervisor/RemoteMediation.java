@@ -16,6 +16,7 @@ import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import openshell.isolation.BackendException;
 import openshell.isolation.BinaryIdentity;
 import openshell.isolation.ByteChannel;
@@ -48,6 +49,11 @@ import openshell.protocol.wire.RelayUp;
 final class RemoteMediation implements NetworkMediationSource {
     /** Pending opens and DNS queries queued for the supervisor's accept loops, each. */
     static final int MAX_QUEUED = 256;
+    /** Pause before a mediation stream that ended while the link is up is taken again. */
+    static final Duration REOPEN_DELAY = Duration.ofMillis(250);
+    /** Reopens in a row (of either stream) without a message in between before the supervisor gives up. */
+    static final int MAX_REOPENS = 8;
+    private static final System.Logger LOGGER = System.getLogger(RemoteMediation.class.getName());
     /** Largest relay chunk sent in one message: the credited-stream bound. */
     static final int MAX_CHUNK_BYTES = CreditedStream.MAX_CHUNK_BYTES;
     private static final int EACCES = 13;
@@ -59,21 +65,28 @@ final class RemoteMediation implements NetworkMediationSource {
     private final BlockingQueue<PendingTcpOpen> opens = new ArrayBlockingQueue<>(MAX_QUEUED);
     private final BlockingQueue<PendingDnsQuery> queries = new ArrayBlockingQueue<>(MAX_QUEUED);
     private final AtomicBoolean open = new AtomicBoolean(true);
-    private final ClientCallStreamObserver<?> announcements;
-    private final StreamObserver<DnsAnswer> answers;
+    private final java.util.concurrent.atomic.AtomicInteger reopens = new java.util.concurrent.atomic.AtomicInteger();
+    private final AtomicReference<ClientCallStreamObserver<?>> announcements = new AtomicReference<>();
+    private final AtomicReference<StreamObserver<DnsAnswer>> answers = new AtomicReference<>();
 
     RemoteMediation(RemoteCalls calls) {
         this.calls = calls;
-        java.util.concurrent.atomic.AtomicReference<ClientCallStreamObserver<?>> announcing = new java.util.concurrent.atomic.AtomicReference<>();
+        announce();
+        answer();
+    }
+
+    /** Takes the PendingConnections stream; {@link #reopen} takes it again if it ends while the link is up. */
+    private void announce() {
         calls.async().pendingConnections(PendingConnectionsRequest.getDefaultInstance(),
                 new io.grpc.stub.ClientResponseObserver<PendingConnectionsRequest, PendingConnection>() {
                     @Override
                     public void beforeStart(ClientCallStreamObserver<PendingConnectionsRequest> requestStream) {
-                        announcing.set(requestStream);
+                        announcements.set(requestStream);
                     }
 
                     @Override
                     public void onNext(PendingConnection announced) {
+                        reopens.set(0);
                         RemoteOpen pending = new RemoteOpen(announced);
                         if (!open.get() || !opens.offer(pending)) {
                             pending.deny(DenyReason.EXHAUSTED);
@@ -82,20 +95,25 @@ final class RemoteMediation implements NetworkMediationSource {
 
                     @Override
                     public void onError(Throwable t) {
-                        open.set(false);
+                        reopen("PendingConnections", t, RemoteMediation.this::announce);
                     }
 
                     @Override
                     public void onCompleted() {
-                        open.set(false);
+                        reopen("PendingConnections", null, RemoteMediation.this::announce);
                     }
                 });
-        this.announcements = announcing.get();
-        java.util.concurrent.atomic.AtomicReference<StreamObserver<DnsAnswer>> answering = new java.util.concurrent.atomic.AtomicReference<>();
-        answering.set(calls.async().dns(new StreamObserver<>() {
+    }
+
+    /** Opens the Dns stream; {@link #reopen} opens it again if it ends while the link is up. */
+    private void answer() {
+        // A query is answered on the stream it came on, never on a later one.
+        AtomicReference<StreamObserver<DnsAnswer>> stream = new AtomicReference<>();
+        stream.set(calls.async().dns(new StreamObserver<>() {
             @Override
             public void onNext(DnsQuery query) {
-                RemoteDnsQuery pending = new RemoteDnsQuery(query, answering::get);
+                reopens.set(0);
+                RemoteDnsQuery pending = new RemoteDnsQuery(query, stream::get);
                 if (!open.get() || !queries.offer(pending)) {
                     pending.refuse(DenyReason.EXHAUSTED);
                 }
@@ -103,15 +121,50 @@ final class RemoteMediation implements NetworkMediationSource {
 
             @Override
             public void onError(Throwable t) {
-                open.set(false);
+                reopen("Dns", t, RemoteMediation.this::answer);
             }
 
             @Override
             public void onCompleted() {
-                open.set(false);
+                reopen("Dns", null, RemoteMediation.this::answer);
             }
         }));
-        this.answers = answering.get();
+        answers.set(stream.get());
+    }
+
+    /**
+     * A mediation stream ended though neither side closed the mediation: Helidon 4.1.7's HTTP/2
+     * server fails a stream whose outbound window waited longer than its flow-control timeout, and
+     * the runtime then stops egress (held connects ECANCELED, relays closed) until a supervisor
+     * takes the streams again. While the link is up, take them again after {@link #REOPEN_DELAY}
+     * instead of letting the runtime's supervision-loss grace end the workload. A refusal (the
+     * runtime says no: another supervisor, a link not attached) is final, and so are
+     * {@link #MAX_REOPENS} reopens in a row that bring no message.
+     */
+    private void reopen(String stream, Throwable failure, Runnable again) {
+        if (!open.get() || !calls.link().isOpen()) {
+            return;
+        }
+        io.grpc.Status.Code code = failure == null ? io.grpc.Status.Code.OK : io.grpc.Status.fromThrowable(failure).getCode();
+        if (code == io.grpc.Status.Code.FAILED_PRECONDITION || code == io.grpc.Status.Code.PERMISSION_DENIED
+                || code == io.grpc.Status.Code.UNAUTHENTICATED || reopens.incrementAndGet() > MAX_REOPENS) {
+            LOGGER.log(System.Logger.Level.WARNING, "the runtime's " + stream + " stream ended for good ("
+                    + (failure == null ? "completed" : failure) + "): the runtime's supervision-loss grace applies");
+            return;
+        }
+        LOGGER.log(System.Logger.Level.WARNING, "the runtime's " + stream + " stream ended ("
+                + (failure == null ? "completed" : failure) + ") while the link is up; taking it again in "
+                + REOPEN_DELAY.toMillis() + " ms");
+        Thread.ofVirtual().name("reopen-" + stream).start(() -> {
+            try {
+                Thread.sleep(REOPEN_DELAY);
+            } catch (InterruptedException e) {
+                return;
+            }
+            if (open.get() && calls.link().isOpen()) {
+                again.run();
+            }
+        });
     }
 
     @Override
@@ -147,9 +200,15 @@ final class RemoteMediation implements NetworkMediationSource {
     @Override
     public void close() {
         if (open.compareAndSet(true, false)) {
-            announcements.cancel("mediation closed", null);
-            synchronized (answers) {
-                answers.onCompleted();
+            ClientCallStreamObserver<?> announcing = announcements.get();
+            if (announcing != null) {
+                announcing.cancel("mediation closed", null);
+            }
+            StreamObserver<DnsAnswer> answering = answers.get();
+            if (answering != null) {
+                synchronized (answering) {
+                    answering.onCompleted();
+                }
             }
         }
         List<PendingTcpOpen> left = new ArrayList<>();
