@@ -20,6 +20,22 @@
  * {@code REFRESH_MARGIN} before expiry. Policy sets, exec relays and logs travel on this stream.
  * Plain HTTP/2 suits a loopback gateway; a gateway on another host needs TLS in front.
  *
+ * <h2>Streamed exec: why a bidirectional HTTP/2 (gRPC) stream, not WebSocket</h2>
+ * {@code openshell sandbox exec} and {@code sandbox connect} use {@code SandboxExec.Exec}
+ * ({@code exec.proto}), one bidirectional gRPC stream per exec on the API port, authenticated
+ * with the API token in the {@code authorization} header. WebSocket was the other candidate, but
+ * Helidon's WebSocket server and client do not exist for 4.1.7 in the mirror we build from, and
+ * mixing Helidon versions is not an option; the HTTP/2 gRPC stack is already here, proven by the
+ * supervisor sessions, and gives one full-duplex stream with typed frames (stdin, half-close,
+ * resize, signal, output, credit, exit). The one-shot {@code POST /v1/sandboxes/{ref}/exec}
+ * (NDJSON, whole stdin in the request) stays for curl. Every hop is flow-controlled by credit:
+ * caller → gateway → supervisor for stdin (windows of {@code SessionExec.STDIN_WINDOW}; the
+ * gateway forwards at once and never queues stdin), supervisor → gateway → caller for output (the
+ * gateway queues at most {@code SessionExec.OUTPUT_WINDOW} per exec and returns credit to the
+ * supervisor only once the bytes went out to the caller, which itself grants credit as it
+ * consumes). A caller that disconnects, cancels or half-closes its stream before the exit
+ * terminates the exec (its whole process tree); nothing detaches.
+ *
  * <h2>Storage</h2>
  * Sandbox records live in an embedded H2 database under the state directory by default (zero
  * setup) or in PostgreSQL for several gateway replicas on one database. The schema is versioned;
@@ -45,7 +61,10 @@
  * <tr><td>{@code SessionHub.ACK_TIMEOUT}</td><td>30 s</td><td>an unacknowledged refresh ends the session</td></tr>
  * <tr><td>{@code SessionHub.TOKEN_LIFETIME}</td><td>30 min</td><td>tokens expire; refreshed 10 min before</td></tr>
  * <tr><td>{@code SessionHub.MAX_EXECS_PER_SESSION}</td><td>64</td><td>the next exec is refused (429)</td></tr>
- * <tr><td>{@code SessionHub.MAX_EXEC_EVENTS}</td><td>256</td><td>the supervisor's stream waits up to 30 s, then the exec is abandoned</td></tr>
+ * <tr><td>{@code SessionExec.OUTPUT_WINDOW}</td><td>256 KiB per exec</td><td>the supervisor waits for credit; exceeding it loses and terminates the exec</td></tr>
+ * <tr><td>{@code SessionExec.STDIN_WINDOW}</td><td>256 KiB per exec</td><td>the caller waits for credit; exceeding it ends the stream with an error and terminates the exec</td></tr>
+ * <tr><td>{@code ExecEndpoint.DEFAULT_CLIENT_OUTPUT_WINDOW}</td><td>256 KiB</td><td>the gateway waits for the caller's credit</td></tr>
+ * <tr><td>{@code ExecEndpoint.MAX_CLIENT_OUTPUT_WINDOW}</td><td>4 MiB</td><td>a larger announced window is capped</td></tr>
  * <tr><td>{@code SessionHub.MAX_LOG_LINES}</td><td>1000 per sandbox</td><td>the oldest line goes</td></tr>
  * <tr><td>{@code SessionHub.MAX_LOG_LINE_CHARS}</td><td>4096</td><td>the line is cut</td></tr>
  * </table>

@@ -8,7 +8,6 @@ import java.io.ByteArrayOutputStream;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -92,10 +91,25 @@ class GatewaySessionTest {
         }
 
         @Override
-        public ExecInput exec(List<String> argv, Map<String, String> environment, String workingDirectory,
-                              ExecOutput output) {
+        public ExecControl exec(ExecCommand command, ExecOutput output) {
+            List<String> argv = command.argv();
             ByteArrayOutputStream stdin = new ByteArrayOutputStream();
-            return new ExecInput() {
+            return new ExecControl() {
+                @Override
+                public void resize(int columns, int rows) {
+                    events.add("resize " + columns + "x" + rows);
+                }
+
+                @Override
+                public void signal(int number) {
+                    events.add("signal " + number);
+                }
+
+                @Override
+                public void terminate() {
+                    events.add("terminate");
+                }
+
                 @Override
                 public void write(byte[] bytes) {
                     stdin.writeBytes(bytes);
