@@ -38,4 +38,5 @@ module openshell.cli {
     requires com.google.protobuf;
     // sun.misc.Signal: SIGWINCH (terminal resize) and SIGINT forwarding; the JDK has no other way.
     requires jdk.unsupported;
+    requires java.logging;
 }

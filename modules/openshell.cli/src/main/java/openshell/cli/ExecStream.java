@@ -46,6 +46,25 @@ final class ExecStream {
 
     private static final Metadata.Key<String> AUTHORIZATION = Metadata.Key.of("authorization",
             Metadata.ASCII_STRING_MARSHALLER);
+    /**
+     * Helidon's gRPC client logs a routine read-poll timeout as SEVERE; the CLI's stderr belongs
+     * to the remote command. Held strongly, since java.util.logging keeps loggers weakly.
+     */
+    private static final java.util.logging.Logger SOCKET_LOG = java.util.logging.Logger.getLogger(
+            "io.helidon.common.socket.SocketContext");
+
+    static {
+        SOCKET_LOG.setLevel(java.util.logging.Level.OFF);
+        // protobuf's first use of sun.misc.Unsafe makes the JDK print a deprecation warning on
+        // System.err; the CLI's stderr carries the remote command's stderr, so it goes nowhere.
+        java.io.PrintStream err = System.err;
+        System.setErr(new java.io.PrintStream(OutputStream.nullOutputStream()));
+        try {
+            ExecClientFrame.newBuilder().setStdin(ByteString.copyFrom(new byte[] {1})).build().toByteArray();
+        } finally {
+            System.setErr(err);
+        }
+    }
 
     /** What the caller learns from the stream's end. */
     record Outcome(Optional<Integer> exitCode, Optional<String> error) {

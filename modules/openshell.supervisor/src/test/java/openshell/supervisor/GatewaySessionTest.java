@@ -162,6 +162,8 @@ class GatewaySessionTest {
                     .build());
             out.onNext(GatewayMessage.newBuilder().setExecInput(RemoteExecInput.newBuilder().setExecId("e1")
                     .setData(ByteString.copyFromUtf8("hello")).setClose(true)).build());
+            // The written stdin comes back as credit; then the output and, last, the exit code.
+            assertEquals(5, gateway.next().getExecEvent().getStdinCredit());
             assertEquals("hello", gateway.next().getExecEvent().getStdout().toStringUtf8());
             assertEquals("/bin/cat", gateway.next().getExecEvent().getStderr().toStringUtf8());
             assertEquals(7, gateway.next().getExecEvent().getExitCode());
