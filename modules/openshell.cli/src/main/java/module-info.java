@@ -17,7 +17,7 @@
  * <caption>Bounds of the streamed exec</caption>
  * <tr><th>Constant</th><th>Value</th><th>At the bound</th></tr>
  * <tr><td>{@code ExecStream.OUTPUT_WINDOW}</td><td>256 KiB</td><td>the gateway waits until the CLI wrote output out</td></tr>
- * <tr><td>{@code ExecStream.STDIN_CHUNK}</td><td>16 KiB</td><td>stdin is sent in chunks of at most this</td></tr>
+ * <tr><td>{@code ExecStream.STDIN_CHUNK}</td><td>8 KiB</td><td>stdin is sent in chunks of at most this</td></tr>
  * <tr><td>{@code ExecStream.START_TIMEOUT_SECONDS}</td><td>60 s</td><td>the exec fails (exit 1) if not started</td></tr>
  * <tr><td>{@code LocalTerminal.STTY_TIMEOUT_SECONDS}</td><td>5 s</td><td>stty is killed; no raw mode or size</td></tr>
  * </table>

@@ -39,8 +39,8 @@ import openshell.protocol.exec.TerminalSize;
 final class ExecStream {
     /** Output bytes the CLI accepts before it has written them out. */
     static final int OUTPUT_WINDOW = 256 * 1024;
-    /** Largest stdin chunk per frame. */
-    static final int STDIN_CHUNK = 16 * 1024;
+    /** Largest stdin chunk per frame (the gateway splits larger ones for its supervisor hop anyway). */
+    static final int STDIN_CHUNK = 8 * 1024;
     /** How long the CLI waits for the gateway to accept the stream. */
     static final long START_TIMEOUT_SECONDS = 60;
 

@@ -36,6 +36,11 @@ final class ExecEndpoint extends SandboxExecGrpc.SandboxExecImplBase {
     static final int DEFAULT_CLIENT_OUTPUT_WINDOW = 256 * 1024;
     /** Largest output window a caller may announce (it only bounds the caller's own buffers). */
     static final int MAX_CLIENT_OUTPUT_WINDOW = 4 * 1024 * 1024;
+    /**
+     * Largest output piece per frame to the caller: the CLI's Helidon 4.1.7 gRPC client cannot
+     * parse a message spanning two HTTP/2 DATA frames (see {@link SessionExec#MAX_STDIN_PIECE}).
+     */
+    static final int MAX_OUTPUT_PIECE = 8 * 1024;
     /** How often the relay checks that its caller is still there while no output comes. */
     static final Duration POLL = Duration.ofSeconds(1);
 
@@ -188,7 +193,7 @@ final class ExecEndpoint extends SandboxExecGrpc.SandboxExecImplBase {
         private void output(SessionExec relay, ByteString bytes, boolean stdout) throws InterruptedException {
             int at = 0;
             while (at < bytes.size()) {
-                int n = awaitClientCredit(bytes.size() - at);
+                int n = awaitClientCredit(Math.min(MAX_OUTPUT_PIECE, bytes.size() - at));
                 if (n < 0) {
                     return;
                 }

@@ -28,6 +28,12 @@ final class SessionExec {
     static final int OUTPUT_WINDOW = 256 * 1024;
     /** Stdin bytes in flight to the supervisor per exec. */
     static final int STDIN_WINDOW = 256 * 1024;
+    /**
+     * Largest stdin piece per session message. Helidon 4.1.7's gRPC client (the supervisor's end)
+     * fails with "Invalid protobuf byte sequence" on a message that spans two HTTP/2 DATA frames
+     * (16 KiB by default), so every message to a Helidon client stays well inside one frame.
+     */
+    static final int MAX_STDIN_PIECE = 8 * 1024;
 
     final String execId;
     private final Consumer<GatewayMessage> session;
@@ -126,8 +132,14 @@ final class SessionExec {
             stdinInFlight += data.length;
             stdinClosed = close;
         }
-        session.accept(GatewayMessage.newBuilder().setExecInput(RemoteExecInput.newBuilder().setExecId(execId)
-                .setData(ByteString.copyFrom(data)).setClose(close)).build());
+        int at = 0;
+        do {
+            int n = Math.min(MAX_STDIN_PIECE, data.length - at);
+            boolean last = at + n == data.length;
+            session.accept(GatewayMessage.newBuilder().setExecInput(RemoteExecInput.newBuilder().setExecId(execId)
+                    .setData(ByteString.copyFrom(data, at, n)).setClose(close && last)).build());
+            at += n;
+        } while (at < data.length);
     }
 
     void resize(int columns, int rows) {

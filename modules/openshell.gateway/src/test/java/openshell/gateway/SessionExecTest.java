@@ -54,11 +54,22 @@ class SessionExecTest {
         exec.stdin(new byte[SessionExec.STDIN_WINDOW], false);
         GatewayException e = assertThrows(GatewayException.class, () -> exec.stdin(new byte[1], false));
         assertEquals(GatewayException.Reason.INVALID, e.reason());
-        assertEquals(1, sent.size(), "the refused stdin was not sent");
+        int pieces = SessionExec.STDIN_WINDOW / SessionExec.MAX_STDIN_PIECE;
+        assertEquals(pieces, sent.size(), "the refused stdin was not sent");
         exec.deliver(RemoteExecEvent.newBuilder().setExecId("e1").setStdinCredit(1).build());
         exec.stdin(new byte[1], true);
         assertTrue(sent.getLast().getExecInput().getClose());
         assertThrows(GatewayException.class, () -> exec.stdin(new byte[0], false), "nothing after the close");
+    }
+
+    @Test
+    void stdinGoesOutInPiecesThatFitOneFrameAndOnlyTheLastCarriesTheClose() {
+        exec.stdin(new byte[2 * SessionExec.MAX_STDIN_PIECE + 1], true);
+        assertEquals(3, sent.size());
+        assertEquals(SessionExec.MAX_STDIN_PIECE, sent.get(0).getExecInput().getData().size());
+        assertEquals(1, sent.get(2).getExecInput().getData().size());
+        assertFalse(sent.get(1).getExecInput().getClose());
+        assertTrue(sent.get(2).getExecInput().getClose());
     }
 
     @Test

@@ -45,8 +45,12 @@ final class GatewaySession implements AutoCloseable {
     static final Duration RECONNECT_DELAY = Duration.ofSeconds(2);
     /** Execs the gateway may run at once through this session; further ones get an error event. */
     static final int MAX_EXECS = 64;
-    /** Largest chunk of exec output per message. */
-    static final int MAX_OUTPUT_CHUNK = 16 * 1024;
+    /**
+     * Largest chunk of exec output per message: one message stays inside one 16 KiB HTTP/2 DATA
+     * frame with room for its framing (Helidon 4.1.7's gRPC client cannot parse a message that
+     * spans frames; its server can, but no hop should depend on which end it is).
+     */
+    static final int MAX_OUTPUT_CHUNK = 8 * 1024;
 
     private final Supplier<Channel> channels;
     private final String sandboxId;
