@@ -5,7 +5,8 @@
  * bidirectional gRPC stream (HTTP/2) per exec, the gateway's {@code SandboxExec} service, with the
  * API token in its {@code authorization} header (grpcurl can drive it). Why HTTP/2 and not
  * WebSocket: Helidon 4.1.7 has no WebSocket modules in our mirror, and the gRPC stack is already
- * proven here. Both directions are flow-controlled by credit (see {@code ExecStream}); the exit
+ * proven here. Ctrl-C on a PTY is a key the remote terminal turns into SIGINT; on pipes it
+ * ends the CLI and the gateway terminates the command's whole tree. Both directions are flow-controlled by credit (see {@code ExecStream}); the exit
  * code arrives after all output. {@code policy check} and {@code policy explain} use the policy engine locally, because
  * checking a policy must not need a running gateway.
  *
@@ -16,9 +17,10 @@
  * <table>
  * <caption>Bounds of the streamed exec</caption>
  * <tr><th>Constant</th><th>Value</th><th>At the bound</th></tr>
- * <tr><td>{@code ExecStream.OUTPUT_WINDOW}</td><td>256 KiB</td><td>the gateway waits until the CLI wrote output out</td></tr>
+ * <tr><td>{@code ExecStream.OUTPUT_WINDOW}</td><td>16 KiB</td><td>the gateway waits until the CLI wrote output out</td></tr>
  * <tr><td>{@code ExecStream.STDIN_CHUNK}</td><td>8 KiB</td><td>stdin is sent in chunks of at most this</td></tr>
  * <tr><td>{@code ExecStream.START_TIMEOUT_SECONDS}</td><td>60 s</td><td>the exec fails (exit 1) if not started</td></tr>
+ * <tr><td>{@code LocalTerminal.RESIZE_POLL_MILLIS}</td><td>500 ms</td><td>a resize reaches the remote terminal within this</td></tr>
  * <tr><td>{@code LocalTerminal.STTY_TIMEOUT_SECONDS}</td><td>5 s</td><td>stty is killed; no raw mode or size</td></tr>
  * </table>
  */
@@ -36,7 +38,7 @@ module openshell.cli {
     requires io.grpc;
     requires io.grpc.stub;
     requires com.google.protobuf;
-    // sun.misc.Signal: SIGWINCH (terminal resize) and SIGINT forwarding; the JDK has no other way.
-    requires jdk.unsupported;
+    // Deliberately no jdk.unsupported: with it in the graph protobuf uses sun.misc.Unsafe and the
+    // JDK prints a warning onto the remote command's stderr (so no sun.misc.Signal: see LocalTerminal).
     requires java.logging;
 }

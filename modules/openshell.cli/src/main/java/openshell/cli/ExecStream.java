@@ -37,8 +37,12 @@ import openshell.protocol.exec.TerminalSize;
  * the local stdin half-closes the remote stdin. The exit code arrives after all output.
  */
 final class ExecStream {
-    /** Output bytes the CLI accepts before it has written them out. */
-    static final int OUTPUT_WINDOW = 256 * 1024;
+    /**
+     * Output bytes the CLI accepts before it has written them out. Kept well inside HTTP/2's
+     * 64 KiB window: Helidon 4.1.7's gRPC client (this end) cannot parse a message that the
+     * gateway had to split across DATA frames when the window ran short.
+     */
+    static final int OUTPUT_WINDOW = 16 * 1024;
     /** Largest stdin chunk per frame (the gateway splits larger ones for its supervisor hop anyway). */
     static final int STDIN_CHUNK = 8 * 1024;
     /** How long the CLI waits for the gateway to accept the stream. */
@@ -51,19 +55,10 @@ final class ExecStream {
      * to the remote command. Held strongly, since java.util.logging keeps loggers weakly.
      */
     private static final java.util.logging.Logger SOCKET_LOG = java.util.logging.Logger.getLogger(
-            "io.helidon.common.socket.SocketContext");
+            "io.helidon.webclient.grpc");
 
     static {
         SOCKET_LOG.setLevel(java.util.logging.Level.OFF);
-        // protobuf's first use of sun.misc.Unsafe makes the JDK print a deprecation warning on
-        // System.err; the CLI's stderr carries the remote command's stderr, so it goes nowhere.
-        java.io.PrintStream err = System.err;
-        System.setErr(new java.io.PrintStream(OutputStream.nullOutputStream()));
-        try {
-            ExecClientFrame.newBuilder().setStdin(ByteString.copyFrom(new byte[] {1})).build().toByteArray();
-        } finally {
-            System.setErr(err);
-        }
     }
 
     /** What the caller learns from the stream's end. */
@@ -156,7 +151,13 @@ final class ExecStream {
         ExecStart.Builder start = ExecStart.newBuilder().setSandbox(sandbox).addAllArgv(argv).putAllEnvironment(env)
                 .setOutputWindow(OUTPUT_WINDOW);
         terminal.ifPresent(size -> start.setTerminal(TerminalSize.newBuilder().setColumns(size[0]).setRows(size[1])));
-        ExecStream stream = new ExecStream(channel, start.build(), stdout, stderr);
+        ExecStream stream;
+        try {
+            stream = new ExecStream(channel, start.build(), stdout, stderr);
+        } catch (java.io.UncheckedIOException e) {
+            throw new CliException(CliException.NO_GATEWAY, "the gateway does not answer: " + e.getMessage()
+                    + "; is it running? (openshell gateway status)");
+        }
         try {
             CompletableFuture.anyOf(stream.started, stream.outcome).get(START_TIMEOUT_SECONDS, TimeUnit.SECONDS);
         } catch (TimeoutException e) {

@@ -9,15 +9,18 @@ import java.util.concurrent.TimeUnit;
 /**
  * The CLI's controlling terminal for {@code sandbox connect} and {@code exec --tty}: raw mode
  * (every key, Ctrl-C included, goes to the remote PTY, whose line discipline turns it into a
- * signal there), the window size, and SIGWINCH. Uses {@code stty} on {@code /dev/tty}: the JDK
+ * signal there) and the window size, followed while the exec runs. Uses {@code stty} on {@code /dev/tty}: the JDK
  * has no termios API, and stty is on every machine that has a terminal.
  */
 final class LocalTerminal implements AutoCloseable {
     /** Longest an {@code stty} call may take. */
     static final long STTY_TIMEOUT_SECONDS = 5;
+    /** How often {@code connect} checks the terminal's size (a resize shows within this). */
+    static final long RESIZE_POLL_MILLIS = 500;
     private static final File TTY = new File("/dev/tty");
 
     private final String saved;
+    private volatile boolean closed;
 
     private LocalTerminal(String saved) {
         this.saved = saved;
@@ -62,50 +65,38 @@ final class LocalTerminal implements AutoCloseable {
     }
 
     /**
-     * Calls {@code action} on every SIGWINCH. Best effort: without the signal (another JVM) the
-     * remote keeps its first size.
-     */
-    static void onResize(Runnable action) {
-        handle("WINCH", action);
-    }
-
-    /**
-     * Forwards Ctrl-C (SIGINT) of a piped exec instead of letting it end the CLI.
+     * Calls {@code action} whenever the terminal's size changes, by polling it every
+     * {@link #RESIZE_POLL_MILLIS}: the JDK's only signal API ({@code sun.misc.Signal}) lives in
+     * {@code jdk.unsupported}, and with that module in the graph protobuf switches to
+     * {@code sun.misc.Unsafe} and the JDK prints a warning onto the remote command's stderr.
      *
-     * @param action what to do on SIGINT
+     * @param initial the size the exec started with (columns, rows)
+     * @param action  gets the new columns and rows
      */
-    static void onInterrupt(Runnable action) {
-        handle("INT", action);
-    }
-
-    /**
-     * {@code sun.misc.Signal.handle}, called reflectively: it is the JDK's only signal API, and a
-     * direct reference is a proprietary-API warning that javac cannot suppress.
-     */
-    private static void handle(String signal, Runnable action) {
-        try {
-            Class<?> signalType = Class.forName("sun.misc.Signal");
-            Class<?> handlerType = Class.forName("sun.misc.SignalHandler");
-            Object handler = java.lang.reflect.Proxy.newProxyInstance(LocalTerminal.class.getClassLoader(),
-                    new Class<?>[] {handlerType}, (proxy, method, args) -> switch (method.getName()) {
-                        case "handle" -> {
-                            action.run();
-                            yield null;
-                        }
-                        case "hashCode" -> System.identityHashCode(proxy);
-                        case "equals" -> proxy == args[0];
-                        default -> "SignalHandler[" + signal + "]";
-                    });
-            Object s = signalType.getConstructor(String.class).newInstance(signal);
-            signalType.getMethod("handle", signalType, handlerType).invoke(null, s, handler);
-        } catch (ReflectiveOperationException | RuntimeException e) {
-            // No such signal here: SIGWINCH keeps the first size, SIGINT ends the CLI (and the exec).
-        }
+    void onResize(int[] initial, java.util.function.BiConsumer<Integer, Integer> action) {
+        Thread.ofVirtual().name("terminal-size").start(() -> {
+            int[] last = initial;
+            while (!closed) {
+                try {
+                    Thread.sleep(RESIZE_POLL_MILLIS);
+                } catch (InterruptedException e) {
+                    return;
+                }
+                Optional<int[]> now = size();
+                if (now.isPresent() && !java.util.Arrays.equals(now.get(), last) && !closed) {
+                    last = now.get();
+                    action.accept(last[0], last[1]);
+                }
+            }
+        });
     }
 
     @Override
     public synchronized void close() {
-        stty(saved);
+        if (!closed) {
+            closed = true;
+            stty(saved);
+        }
     }
 
     private static Optional<String> stty(String... args) {

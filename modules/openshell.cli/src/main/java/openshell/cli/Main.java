@@ -40,7 +40,7 @@ public final class Main {
               sandbox exec NAME [--tty] [--no-stdin] -- CMD...     run CMD in it with stdin streamed (EOF
                                                                    half-closes it); stdout/stderr separate,
                                                                    or merged on a PTY with --tty; exits with
-                                                                   CMD's exit code; Ctrl-C is forwarded
+                                                                   CMD's exit code; Ctrl-C ends CMD's tree
               sandbox connect NAME [-- CMD...]                     interactive shell (or CMD) on a PTY: raw
                                                                    terminal, window size follows yours
               sandbox logs NAME                                    the supervisor's recent log lines

@@ -29,8 +29,6 @@ final class SandboxCommands {
     static final List<String> CONNECT_SHELL = List.of("/bin/sh");
     /** Terminal size for {@code --tty} when the CLI has no terminal of its own: columns, rows. */
     static final int[] DEFAULT_TERMINAL = {80, 24};
-    /** SIGINT's number: Ctrl-C of a piped exec is forwarded as this signal. */
-    static final int SIGINT = 2;
     /** Largest policy file read. */
     static final int MAX_POLICY_BYTES = 1024 * 1024;
     /** The agent of an {@code openshell run} sandbox: it only keeps the sandbox alive for the exec. */
@@ -138,11 +136,10 @@ final class SandboxCommands {
         ExecStream stream = ExecStream.start(gateway.execChannel(), name, cmd, env, size, main.out(), main.err());
         Optional<LocalTerminal> terminal = tty ? LocalTerminal.raw() : Optional.empty();
         try {
-            if (terminal.isPresent()) {
-                LocalTerminal.onResize(() -> LocalTerminal.size().ifPresent(s -> stream.resize(s[0], s[1])));
-            } else if (!tty) {
-                LocalTerminal.onInterrupt(() -> stream.signal(SIGINT));
-            }
+            // Ctrl-C: on a PTY it is a key the remote terminal turns into SIGINT; on pipes it ends
+            // the CLI, whose stream then ends, and the gateway terminates the command's tree.
+            int[] first = size.orElse(DEFAULT_TERMINAL);
+            terminal.ifPresent(t -> t.onResize(first, stream::resize));
             if (stdin) {
                 Thread pump = new Thread(() -> stream.pumpStdin(System.in), "exec-stdin");
                 // The exit may come while the pump still waits on the local stdin.

@@ -26,8 +26,13 @@ import openshell.protocol.wire.RemoteTerminalSize;
 final class SessionExec {
     /** Output bytes in flight from the supervisor per exec (what this gateway may hold for a slow reader). */
     static final int OUTPUT_WINDOW = 256 * 1024;
-    /** Stdin bytes in flight to the supervisor per exec. */
-    static final int STDIN_WINDOW = 256 * 1024;
+    /**
+     * Stdin bytes in flight to the supervisor per exec. Small on purpose: Helidon 4.1.7's gRPC
+     * client (the supervisor's end) cannot parse a message split across DATA frames, and the
+     * server splits one whenever the HTTP/2 window (64 KiB) has less room than the message; so the
+     * bytes in flight to a Helidon client must stay well inside that window.
+     */
+    static final int STDIN_WINDOW = 16 * 1024;
     /**
      * Largest stdin piece per session message. Helidon 4.1.7's gRPC client (the supervisor's end)
      * fails with "Invalid protobuf byte sequence" on a message that spans two HTTP/2 DATA frames

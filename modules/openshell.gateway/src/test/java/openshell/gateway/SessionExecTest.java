@@ -64,12 +64,12 @@ class SessionExecTest {
 
     @Test
     void stdinGoesOutInPiecesThatFitOneFrameAndOnlyTheLastCarriesTheClose() {
-        exec.stdin(new byte[2 * SessionExec.MAX_STDIN_PIECE + 1], true);
-        assertEquals(3, sent.size());
+        exec.stdin(new byte[SessionExec.MAX_STDIN_PIECE + 1], true);
+        assertEquals(2, sent.size());
         assertEquals(SessionExec.MAX_STDIN_PIECE, sent.get(0).getExecInput().getData().size());
-        assertEquals(1, sent.get(2).getExecInput().getData().size());
-        assertFalse(sent.get(1).getExecInput().getClose());
-        assertTrue(sent.get(2).getExecInput().getClose());
+        assertEquals(1, sent.get(1).getExecInput().getData().size());
+        assertFalse(sent.get(0).getExecInput().getClose());
+        assertTrue(sent.get(1).getExecInput().getClose());
     }
 
     @Test
