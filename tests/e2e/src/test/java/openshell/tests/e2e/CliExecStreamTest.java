@@ -140,7 +140,7 @@ class CliExecStreamTest {
         Path harness = Files.writeString(tmp.resolve("pty-harness.py"), HARNESS);
         List<String> command = new ArrayList<>(List.of("python3", harness.toString()));
         command.addAll(cliCommand("sandbox", "connect", "io", "--", "/bin/sh", "-c",
-                "stty size; while read x; do stty size; done; exit 5"));
+                "while read x; do stty size; done; exit 5"));
         ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true)
                 .redirectInput(ProcessBuilder.Redirect.from(Path.of("/dev/null").toFile()));
         pb.environment().putAll(env);
@@ -154,9 +154,10 @@ class CliExecStreamTest {
     }
 
     /**
-     * Runs argv on a fresh pseudo-terminal of 100x30 (its controlling terminal), waits for
-     * "30 100", resizes to 120x40 (the kernel sends SIGWINCH), presses Enter until "40 120" shows,
-     * then Ctrl-D; exits with the child's exit code. Everything the child printed goes to stdout.
+     * Runs argv on a fresh pseudo-terminal of 100x30 (its controlling terminal), presses Enter
+     * every second until "30 100" shows, resizes to 120x40, presses Enter until "40 120" shows,
+     * then Ctrl-D; exits with the child's exit code. (Enter first, because the runtime applies an
+     * exec's initial terminal size just after starting it: a size printed at once may be 80x24.) Everything the child printed goes to stdout.
      */
     static final String HARNESS = """
             import fcntl, os, select, struct, subprocess, sys, termios, time
@@ -190,7 +191,7 @@ class CliExecStreamTest {
                 elif phase == 1 and b'40 120' in seen:
                     os.write(master, b'\\x04')
                     phase = 2
-                elif phase == 1 and time.time() - last_enter > 1:
+                elif phase < 2 and time.time() - last_enter > 1:
                     os.write(master, b'\\n')
                     last_enter = time.time()
                 if child.poll() is not None and not ready:
