@@ -1,12 +1,28 @@
 /**
  * The {@code openshell} command. For sandboxes it uses only the gateway's public REST API (and
  * starts the gateway program as a separate process), so everything it does can be done with curl
- * too. {@code policy check} and {@code policy explain} use the policy engine locally, because
+ * too, except the streamed exec ({@code sandbox exec}, {@code sandbox connect}): one
+ * bidirectional gRPC stream (HTTP/2) per exec, the gateway's {@code SandboxExec} service, with the
+ * API token in its {@code authorization} header (grpcurl can drive it). Why HTTP/2 and not
+ * WebSocket: Helidon 4.1.7 has no WebSocket modules in our mirror, and the gRPC stack is already
+ * proven here. Ctrl-C on a PTY is a key the remote terminal turns into SIGINT; on pipes it
+ * ends the CLI and the gateway terminates the command's whole tree. Both directions are flow-controlled by credit (see {@code ExecStream}); the exit
+ * code arrives after all output. {@code policy check} and {@code policy explain} use the policy engine locally, because
  * checking a policy must not need a running gateway.
  *
  * <p>Exit codes: 0 success (for explain: allowed); 1 the operation failed (for check: the policy
  * has problems); 2 usage error; 3 the gateway is not running or not reachable; 4 no such sandbox;
- * 5 explain: denied.
+ * 5 explain: denied; {@code exec}, {@code connect} and {@code run} exit with the command's code.
+ *
+ * <table>
+ * <caption>Bounds of the streamed exec</caption>
+ * <tr><th>Constant</th><th>Value</th><th>At the bound</th></tr>
+ * <tr><td>{@code ExecStream.OUTPUT_WINDOW}</td><td>16 KiB</td><td>the gateway waits until the CLI wrote output out</td></tr>
+ * <tr><td>{@code ExecStream.STDIN_CHUNK}</td><td>8 KiB</td><td>stdin is sent in chunks of at most this</td></tr>
+ * <tr><td>{@code ExecStream.START_TIMEOUT_SECONDS}</td><td>60 s</td><td>the exec fails (exit 1) if not started</td></tr>
+ * <tr><td>{@code LocalTerminal.RESIZE_POLL_MILLIS}</td><td>500 ms</td><td>a resize reaches the remote terminal within this</td></tr>
+ * <tr><td>{@code LocalTerminal.STTY_TIMEOUT_SECONDS}</td><td>5 s</td><td>stty is killed; no raw mode or size</td></tr>
+ * </table>
  */
 module openshell.cli {
     requires io.helidon.common;
@@ -15,4 +31,14 @@ module openshell.cli {
     requires io.helidon.webclient.api;
     requires jakarta.json;
     requires openshell.policy;
+    // The streamed exec: exec.proto's stubs (exported to this module only) over Helidon's gRPC client.
+    requires openshell.protocol;
+    requires io.helidon.webclient.grpc;
+    requires io.helidon.common.tls;
+    requires io.grpc;
+    requires io.grpc.stub;
+    requires com.google.protobuf;
+    // Deliberately no jdk.unsupported: with it in the graph protobuf uses sun.misc.Unsafe and the
+    // JDK prints a warning onto the remote command's stderr (so no sun.misc.Signal: see LocalTerminal).
+    requires java.logging;
 }

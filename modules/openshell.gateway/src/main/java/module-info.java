@@ -35,6 +35,22 @@
  * and every older token stays refused. The runtime generation does not change: it is the same
  * launch.
  *
+ * <h2>Streamed exec: why a bidirectional HTTP/2 (gRPC) stream, not WebSocket</h2>
+ * {@code openshell sandbox exec} and {@code sandbox connect} use {@code SandboxExec.Exec}
+ * ({@code exec.proto}), one bidirectional gRPC stream per exec on the API port, authenticated
+ * with the API token in the {@code authorization} header. WebSocket was the other candidate, but
+ * Helidon's WebSocket server and client do not exist for 4.1.7 in the mirror we build from, and
+ * mixing Helidon versions is not an option; the HTTP/2 gRPC stack is already here, proven by the
+ * supervisor sessions, and gives one full-duplex stream with typed frames (stdin, half-close,
+ * resize, signal, output, credit, exit). The one-shot {@code POST /v1/sandboxes/{ref}/exec}
+ * (NDJSON, whole stdin in the request) stays for curl. Every hop is flow-controlled by credit:
+ * caller → gateway → supervisor for stdin (windows of {@code SessionExec.STDIN_WINDOW}; the
+ * gateway forwards at once and never queues stdin), supervisor → gateway → caller for output (the
+ * gateway queues at most {@code SessionExec.OUTPUT_WINDOW} per exec and returns credit to the
+ * supervisor only once the bytes went out to the caller, which itself grants credit as it
+ * consumes). A caller that disconnects, cancels or half-closes its stream before the exit
+ * terminates the exec (its whole process tree); nothing detaches.
+ *
  * <h2>Storage</h2>
  * Sandbox records live in an embedded H2 database under the state directory by default (zero
  * setup) or in PostgreSQL for several gateway replicas on one database. The schema is versioned;
@@ -65,6 +81,10 @@
  * <tr><td>{@code SessionHub.MAX_EXECS_PER_SESSION}</td><td>64</td><td>the next exec is refused (429)</td></tr>
  * <tr><td>{@code SessionHub.MAX_EXEC_EVENTS}</td><td>256</td><td>the supervisor's stream waits up to 30 s, then the exec is abandoned</td></tr>
  * <tr><td>{@code SessionHub.MAX_LOG_LINES}</td><td>1000 per sandbox, in the store</td><td>the oldest line goes</td></tr>
+ * <tr><td>{@code SessionExec.OUTPUT_WINDOW}</td><td>256 KiB per exec</td><td>the supervisor waits for credit; exceeding it loses and terminates the exec</td></tr>
+ * <tr><td>{@code SessionExec.STDIN_WINDOW}</td><td>16 KiB per exec (inside HTTP/2's 64 KiB window: see the class)</td><td>the caller waits for credit; exceeding it ends the stream with an error and terminates the exec</td></tr>
+ * <tr><td>{@code ExecEndpoint.DEFAULT_CLIENT_OUTPUT_WINDOW}</td><td>256 KiB</td><td>the gateway waits for the caller's credit</td></tr>
+ * <tr><td>{@code ExecEndpoint.MAX_CLIENT_OUTPUT_WINDOW}</td><td>4 MiB</td><td>a larger announced window is capped</td></tr>
  * <tr><td>{@code SessionHub.MAX_LOG_LINE_CHARS}</td><td>4096</td><td>the line is cut</td></tr>
  * </table>
  */

@@ -12,7 +12,9 @@
  * {@code LaunchBundles} (TLS material and the token pair) over its persisted signing key
  * ({@code TokenIssuer.of}), refreshes tokens, and serves the supervisor session
  * ({@code session.proto}: one outbound stream per supervisor, whose stubs both ends need,
- * which is why it lives here). The friends are compiled after this
+ * which is why it lives here). {@code exec.proto} (package {@code openshell.protocol.exec}) is
+ * the users' streamed exec, one bidirectional gRPC stream per exec, exported only to
+ * {@code openshell.gateway} (serves it) and {@code openshell.cli} (calls it). The friends are compiled after this
  * module, so javac cannot see them here: hence {@code @SuppressWarnings("module")}.
  *
  * <h2>Roles</h2>
@@ -129,6 +131,8 @@
 module openshell.protocol {
     exports openshell.protocol to openshell.sandbox, openshell.supervisor, openshell.gateway;
     exports openshell.protocol.wire to openshell.sandbox, openshell.supervisor, openshell.gateway;
+    // exec.proto: the users' streamed exec, served by the gateway, called by the CLI.
+    exports openshell.protocol.exec to openshell.gateway, openshell.cli;
 
     requires io.helidon.webserver;
     requires io.helidon.webserver.http2;
@@ -157,4 +161,5 @@ module openshell.protocol {
 
     // protobuf-java builds message accessors by reflection on the generated classes.
     opens openshell.protocol.wire to com.google.protobuf;
+    opens openshell.protocol.exec to com.google.protobuf;
 }

@@ -35,6 +35,7 @@ final class GatewayClient {
 
     private final WebClient client;
     private final WebClient streaming;
+    private final String url;
     private final String token;
 
     private GatewayClient(String url, String token) {
@@ -42,7 +43,13 @@ final class GatewayClient {
                 .build();
         this.streaming = WebClient.builder().baseUri(url).readTimeout(STREAM_TIMEOUT)
                 .connectTimeout(Duration.ofSeconds(5)).build();
+        this.url = url;
         this.token = token;
+    }
+
+    /** @return a channel for the streamed exec ({@code SandboxExec}), carrying the API token */
+    io.grpc.Channel execChannel() {
+        return ExecStream.channel(url, token);
     }
 
     static GatewayClient connect(Path state) {

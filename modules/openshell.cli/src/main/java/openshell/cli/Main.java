@@ -40,8 +40,12 @@ public final class Main {
                              [--no-wait] -- AGENT...               admit and launch; waits until it runs
               sandbox list                                         every sandbox
               sandbox get NAME                                     one sandbox (recorded and observed state)
-              sandbox exec NAME [--stdin] -- CMD...                run CMD in it; stdout/stderr separate,
-                                                                   exits with CMD's exit code
+              sandbox exec NAME [--tty] [--no-stdin] -- CMD...     run CMD in it with stdin streamed (EOF
+                                                                   half-closes it); stdout/stderr separate,
+                                                                   or merged on a PTY with --tty; exits with
+                                                                   CMD's exit code; Ctrl-C ends CMD's tree
+              sandbox connect NAME [-- CMD...]                     interactive shell (or CMD) on a PTY: raw
+                                                                   terminal, window size follows yours
               sandbox logs NAME                                    the supervisor's recent log lines
               sandbox stop NAME | sandbox start NAME [--no-wait]   stop every process / launch again
               sandbox delete NAME                                  kill everything of a sandbox and remove it
@@ -294,10 +298,13 @@ public final class Main {
             case "exec" -> {
                 return SandboxCommands.exec(this, in);
             }
+            case "connect" -> {
+                return SandboxCommands.connect(this, in);
+            }
             case "logs" -> SandboxCommands.logs(this, in);
             case "stop" -> SandboxCommands.stop(this, in);
             case "start" -> SandboxCommands.start(this, in);
-            default -> throw usage("sandbox create|list|get|exec|logs|stop|start|delete");
+            default -> throw usage("sandbox create|list|get|exec|connect|logs|stop|start|delete");
         }
         return 0;
     }

@@ -8,6 +8,8 @@ import java.time.Instant;
 import java.util.Base64;
 import java.util.Deque;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -23,8 +25,10 @@ import jakarta.json.JsonString;
  * stderr, and the command's exit code becomes the CLI's.
  */
 final class SandboxCommands {
-    /** Largest standard input {@code sandbox exec --stdin} sends (the gateway's bound). */
-    static final int MAX_STDIN_BYTES = 32 * 1024;
+    /** What {@code sandbox connect} runs without a CMD. */
+    static final List<String> CONNECT_SHELL = List.of("/bin/sh");
+    /** Terminal size for {@code --tty} when the CLI has no terminal of its own: columns, rows. */
+    static final int[] DEFAULT_TERMINAL = {80, 24};
     /** Largest policy file read. */
     static final int MAX_POLICY_BYTES = 1024 * 1024;
     /** The agent of an {@code openshell run} sandbox: it only keeps the sandbox alive for the exec. */
@@ -92,32 +96,76 @@ final class SandboxCommands {
         return wait ? awaitRunning(main, gateway, created.getString("id")) : created;
     }
 
+    /**
+     * {@code sandbox exec NAME [--tty] [--no-stdin] -- CMD...}: CMD with the CLI's stdin streamed
+     * to it (end of input half-closes it), stdout and stderr apart, or on a PTY with {@code --tty}.
+     */
     static int exec(Main main, Deque<String> in) {
         String name = Main.value(in, "sandbox exec NAME -- CMD...");
-        boolean stdin = false;
+        boolean tty = false;
+        boolean stdin = true;
         while (!in.isEmpty() && !in.peek().equals("--")) {
             String option = in.pop();
-            if (option.equals("--stdin")) {
-                stdin = true;
-            } else {
-                throw Main.usage("unknown option " + option);
+            switch (option) {
+                case "--tty", "-t" -> tty = true;
+                case "--no-stdin" -> stdin = false;
+                // Stdin is always streamed now; kept so older scripts keep working.
+                case "--stdin" -> stdin = true;
+                default -> throw Main.usage("unknown option " + option);
             }
         }
         List<String> cmd = command(in, "CMD");
-        byte[] input = new byte[0];
-        if (stdin) {
-            try {
-                input = System.in.readNBytes(MAX_STDIN_BYTES + 1);
-            } catch (IOException e) {
-                throw new CliException(CliException.FAILED, "cannot read stdin: " + e.getMessage());
-            }
-            if (input.length > MAX_STDIN_BYTES) {
-                throw new CliException(CliException.USAGE, "--stdin sends at most " + MAX_STDIN_BYTES + " bytes");
-            }
-        }
-        return execIn(main, GatewayClient.connect(main.state()), name, cmd, input);
+        return interactive(main, name, cmd, tty, stdin);
     }
 
+    /** {@code sandbox connect NAME [-- CMD...]}: an interactive shell (or CMD) on a PTY. */
+    static int connect(Main main, Deque<String> in) {
+        String name = Main.value(in, "sandbox connect NAME");
+        List<String> cmd = in.isEmpty() ? CONNECT_SHELL : command(in, "CMD");
+        return interactive(main, name, cmd, true, true);
+    }
+
+    private static int interactive(Main main, String name, List<String> cmd, boolean tty, boolean stdin) {
+        GatewayClient gateway = GatewayClient.connect(main.state());
+        Map<String, String> env = new java.util.LinkedHashMap<>();
+        Optional<int[]> size = Optional.empty();
+        if (tty) {
+            size = Optional.of(LocalTerminal.size().orElse(DEFAULT_TERMINAL));
+            env.put("TERM", Optional.ofNullable(System.getenv("TERM")).filter(t -> !t.isBlank()).orElse("xterm"));
+        }
+        ExecStream stream = ExecStream.start(gateway.execChannel(), name, cmd, env, size, main.out(), main.err());
+        Optional<LocalTerminal> terminal = tty ? LocalTerminal.raw() : Optional.empty();
+        try {
+            // Ctrl-C: on a PTY it is a key the remote terminal turns into SIGINT; on pipes it ends
+            // the CLI, whose stream then ends, and the gateway terminates the command's tree.
+            int[] first = size.orElse(DEFAULT_TERMINAL);
+            terminal.ifPresent(t -> t.onResize(first, stream::resize));
+            if (stdin) {
+                Thread pump = new Thread(() -> stream.pumpStdin(System.in), "exec-stdin");
+                // The exit may come while the pump still waits on the local stdin.
+                pump.setDaemon(true);
+                pump.start();
+            } else {
+                stream.pumpStdin(java.io.InputStream.nullInputStream());
+            }
+            ExecStream.Outcome outcome = stream.await();
+            main.out().flush();
+            if (outcome.error().isPresent()) {
+                String error = outcome.error().get();
+                int code = error.startsWith("NOT_FOUND") ? CliException.NOT_FOUND : CliException.FAILED;
+                throw new CliException(code, "exec in " + name + " failed: " + error);
+            }
+            return outcome.exitCode().orElseThrow();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            stream.cancel();
+            throw new CliException(CliException.FAILED, "interrupted");
+        } finally {
+            terminal.ifPresent(LocalTerminal::close);
+        }
+    }
+
+    /** The one-shot NDJSON exec of {@code openshell run} (no stdin). */
     private static int execIn(Main main, GatewayClient gateway, String name, List<String> cmd, byte[] input) {
         JsonArrayBuilder argv = Json.createArrayBuilder();
         cmd.forEach(argv::add);

@@ -90,7 +90,9 @@ public final class GatewayServer implements AutoCloseable {
                         ProviderApi.routing(r, providers);
                     })
                     // The supervisor session authenticates by its own token, in its first message.
-                    .addRouting(GrpcRouting.builder().service(sessions))
+                    // The users' streamed exec needs the API token (ExecEndpoint.authentication).
+                    .addRouting(GrpcRouting.builder().intercept(ExecEndpoint.authentication(token)).service(sessions)
+                            .service(new ExecEndpoint(sandboxes, sessions)))
                     .build()
                     .start();
             url.set("http://" + config.host() + ":" + server.port());

@@ -36,7 +36,9 @@ import openshell.protocol.wire.RemoteExecEvent;
  * {@code /v1/sandboxes}: admission, lifecycle, exec, logs and policy. A sandbox is addressed by
  * its name or its id. Exec output is streamed as HTTP/1.1 chunked NDJSON, one JSON object per
  * line: {@code {"stdout": base64}}, {@code {"stderr": base64}}, and last {@code {"exit": N}} or
- * {@code {"error": "..."}}.
+ * {@code {"error": "..."}}. This one-shot form takes its whole stdin in the request; the streamed,
+ * interactive form is the {@code SandboxExec} gRPC stream ({@link ExecEndpoint}). A caller that
+ * disconnects before the exit terminates the exec.
  */
 final class SandboxApi {
     /** Largest standard input an exec request carries (base64-decoded). */
@@ -168,7 +170,8 @@ final class SandboxApi {
         RemoteExec.Builder exec = RemoteExec.newBuilder().addAllArgv(command.agent().argv())
                 .putAllEnvironment(command.agent().environment())
                 .setWorkingDirectory(command.agent().workingDirectory());
-        SessionHub.ExecRelay relay = sessions.exec(record.id(), exec, stdin);
+        SessionExec relay = sessions.exec(record.id(), exec);
+        relay.stdin(stdin, true);
         res.status(Status.OK_200).header(HeaderNames.CONTENT_TYPE, "application/x-ndjson");
         try (OutputStream out = res.outputStream()) {
             long lastWrite = System.nanoTime();
@@ -190,21 +193,29 @@ final class SandboxApi {
                     case STDERR -> line.add("stderr", Base64.getEncoder().encodeToString(e.getStderr().toByteArray()));
                     case EXIT_CODE -> line.add("exit", e.getExitCode());
                     case ERROR -> line.add("error", e.getError());
-                    case KIND_NOT_SET -> {
+                    case STDIN_CREDIT, KIND_NOT_SET -> {
                         continue;
                     }
                 }
                 out.write((JsonBodies.write(line.build()) + "\n").getBytes(StandardCharsets.UTF_8));
                 out.flush();
+                // Written out: the supervisor may send as much again (back-pressure for a slow reader).
+                switch (e.getKindCase()) {
+                    case STDOUT -> relay.grantOutput(e.getStdout().size());
+                    case STDERR -> relay.grantOutput(e.getStderr().size());
+                    default -> { }
+                }
                 if (e.getKindCase() == RemoteExecEvent.KindCase.EXIT_CODE
                         || e.getKindCase() == RemoteExecEvent.KindCase.ERROR) {
                     return;
                 }
             }
         } catch (IOException | UncheckedIOException e) {
-            // The API caller went away; the process keeps running in the sandbox, its output is dropped.
+            // The API caller went away: the exec has nobody left to serve.
+            relay.terminate();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+            relay.terminate();
         } finally {
             relay.done();
         }
@@ -226,7 +237,15 @@ final class SandboxApi {
     }
 
     private SandboxRecord find(ServerRequest req) {
-        String ref = req.path().pathParameters().get("ref");
+        return find(req.path().pathParameters().get("ref"));
+    }
+
+    /**
+     * @param ref a sandbox's name or id
+     * @return its record
+     * @throws GatewayException NOT_FOUND
+     */
+    SandboxRecord find(String ref) {
         Optional<SandboxRecord> byName = store.findByName(ref);
         if (byName.isPresent()) {
             return byName.get();

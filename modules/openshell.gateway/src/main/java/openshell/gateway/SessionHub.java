@@ -6,8 +6,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
-import java.util.concurrent.ArrayBlockingQueue;
-import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
@@ -37,7 +35,6 @@ import openshell.protocol.wire.PolicyOutcome;
 import openshell.protocol.wire.PolicyRevision;
 import openshell.protocol.wire.RemoteExec;
 import openshell.protocol.wire.RemoteExecEvent;
-import openshell.protocol.wire.RemoteExecInput;
 import openshell.protocol.wire.SessionConfig;
 import openshell.protocol.wire.SessionHello;
 import openshell.protocol.wire.SupervisorMessage;
@@ -66,10 +63,6 @@ final class SessionHub extends GatewaySessionGrpc.GatewaySessionImplBase {
     static final Duration REFRESH_MARGIN = Duration.ofMinutes(10);
     /** Execs in flight per session; the next one is refused. */
     static final int MAX_EXECS_PER_SESSION = 64;
-    /** Output events buffered per exec for a slow API reader; beyond, the supervisor's stream waits. */
-    static final int MAX_EXEC_EVENTS = 256;
-    /** How long an output event may wait for buffer space before the exec is abandoned. */
-    static final Duration EXEC_EVENT_WAIT = Duration.ofSeconds(30);
     /** Log lines kept per sandbox (the oldest go first). */
     static final int MAX_LOG_LINES = 1000;
     /** Longest log line kept; longer ones are cut. */
@@ -188,17 +181,18 @@ final class SessionHub extends GatewaySessionGrpc.GatewaySessionImplBase {
     }
 
     /**
-     * Starts an exec in the sandbox through its supervisor.
+     * Starts an exec in the sandbox through its supervisor, with the session hop's windows
+     * ({@link SessionExec#OUTPUT_WINDOW}, {@link SessionExec#STDIN_WINDOW}).
      *
-     * @param id    the sandbox
-     * @param exec  what to run (its id is assigned here)
-     * @param stdin the whole standard input; the process's stdin is closed after it
-     * @return the relay its output arrives on
+     * @param id   the sandbox
+     * @param exec what to run (its id and windows are assigned here)
+     * @return the relay its events arrive on and its stdin and controls go through
+     * @throws GatewayException UNAVAILABLE without a session, EXHAUSTED at {@link #MAX_EXECS_PER_SESSION}
      */
-    ExecRelay exec(SandboxId id, RemoteExec.Builder exec, byte[] stdin) {
+    SessionExec exec(SandboxId id, RemoteExec.Builder exec) {
         Session s = session(id);
         String execId = UUID.randomUUID().toString();
-        ExecRelay relay = new ExecRelay(execId);
+        SessionExec relay = new SessionExec(execId, s::send);
         synchronized (s.execs) {
             if (s.execs.size() >= MAX_EXECS_PER_SESSION) {
                 throw new GatewayException(GatewayException.Reason.EXHAUSTED, "sandbox " + id + " already runs "
@@ -206,10 +200,14 @@ final class SessionHub extends GatewaySessionGrpc.GatewaySessionImplBase {
             }
             s.execs.put(execId, relay);
         }
-        s.send(GatewayMessage.newBuilder().setExec(exec.setExecId(execId)).build());
-        s.send(GatewayMessage.newBuilder().setExecInput(RemoteExecInput.newBuilder().setExecId(execId)
-                .setData(ByteString.copyFrom(stdin)).setClose(true)).build());
-        relay.onDone = () -> s.execs.remove(execId);
+        relay.onDone(() -> s.execs.remove(execId));
+        try {
+            s.send(GatewayMessage.newBuilder().setExec(exec.setExecId(execId).setOutputWindow(SessionExec.OUTPUT_WINDOW)
+                    .setStdinWindow(SessionExec.STDIN_WINDOW)).build());
+        } catch (GatewayException e) {
+            s.execs.remove(execId);
+            throw e;
+        }
         return relay;
     }
 
@@ -249,48 +247,11 @@ final class SessionHub extends GatewaySessionGrpc.GatewaySessionImplBase {
         }
     }
 
-    /** Output of one exec on its way from the supervisor to an API caller. */
-    static final class ExecRelay {
-        final String execId;
-        private final BlockingQueue<RemoteExecEvent> events = new ArrayBlockingQueue<>(MAX_EXEC_EVENTS);
-        private volatile String lost;
-        private volatile Runnable onDone = () -> { };
-
-        ExecRelay(String execId) {
-            this.execId = execId;
-        }
-
-        /**
-         * @param wait how long to wait for the next event
-         * @return the next event; an {@code error} event once the session is lost; empty if none yet
-         */
-        Optional<RemoteExecEvent> next(Duration wait) throws InterruptedException {
-            RemoteExecEvent e = events.poll(wait.toMillis(), TimeUnit.MILLISECONDS);
-            if (e == null && lost != null && events.isEmpty()) {
-                e = RemoteExecEvent.newBuilder().setExecId(execId).setError(lost).build();
-            }
-            return Optional.ofNullable(e);
-        }
-
-        /** The API caller went away or the exec ended: stop relaying. */
-        void done() {
-            onDone.run();
-        }
-
-        void lose(String reason) {
-            lost = reason;
-        }
-
-        boolean offer(RemoteExecEvent e) throws InterruptedException {
-            return events.offer(e, EXEC_EVENT_WAIT.toMillis(), TimeUnit.MILLISECONDS);
-        }
-    }
-
     /** One supervisor's stream. Inbound messages arrive one at a time; sends are serialized. */
     private final class Session implements StreamObserver<SupervisorMessage> {
         private final StreamObserver<GatewayMessage> out;
         private final Map<String, CompletableFuture<PolicyOutcome>> policies = new ConcurrentHashMap<>();
-        private final Map<String, ExecRelay> execs = new ConcurrentHashMap<>();
+        private final Map<String, SessionExec> execs = new ConcurrentHashMap<>();
         private final ScheduledFuture<?> helloTimer;
         private volatile CompletableFuture<Long> pendingAck = new CompletableFuture<>();
         private volatile ScheduledFuture<?> refreshTimer;
@@ -443,19 +404,11 @@ final class SessionHub extends GatewaySessionGrpc.GatewaySessionImplBase {
         }
 
         private void execEvent(RemoteExecEvent event) {
-            ExecRelay relay = execs.get(event.getExecId());
+            SessionExec relay = execs.get(event.getExecId());
             if (relay == null) {
                 return;
             }
-            try {
-                if (!relay.offer(event)) {
-                    relay.lose("the API caller stopped reading");
-                    execs.remove(event.getExecId());
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-            if (event.getKindCase() == RemoteExecEvent.KindCase.EXIT_CODE
+            if (!relay.deliver(event) || event.getKindCase() == RemoteExecEvent.KindCase.EXIT_CODE
                     || event.getKindCase() == RemoteExecEvent.KindCase.ERROR) {
                 execs.remove(event.getExecId());
             }

@@ -22,6 +22,7 @@ import openshell.protocol.wire.GatewaySessionGrpc;
 import openshell.protocol.wire.LogLines;
 import openshell.protocol.wire.PolicyOutcome;
 import openshell.protocol.wire.RemoteExec;
+import openshell.protocol.wire.RemoteExecControl;
 import openshell.protocol.wire.RemoteExecEvent;
 import openshell.protocol.wire.RemoteExecInput;
 import openshell.protocol.wire.SessionConfig;
@@ -34,8 +35,9 @@ import openshell.protocol.wire.TokenRefresh;
  * The supervisor's one outbound session to its gateway ({@code GatewaySession.Open}): hello with
  * the gateway-audience token of the current epoch, then whatever the gateway sends: the recorded
  * policy, policy revisions (answered LOADED/FAILED), token refreshes (handed on, then
- * acknowledged), exec relays; and log lines upward. When the stream ends it reconnects with the
- * newest token after {@link #RECONNECT_DELAY}, until {@link #close()}. The gateway refreshes the
+ * acknowledged), exec relays (flow-controlled by credit, see {@link GatewayExec}); and log lines
+ * upward. When the stream ends it reconnects with the newest token after {@link #RECONNECT_DELAY},
+ * until {@link #close()}; execs of a lost stream are terminated, because their caller is gone. The gateway refreshes the
  * pair right after every hello, so a token is spent once it opened a session.
  */
 final class GatewaySession implements AutoCloseable {
@@ -50,8 +52,12 @@ final class GatewaySession implements AutoCloseable {
     static final Duration LIVENESS_INTERVAL = Duration.ofSeconds(5);
     /** Execs the gateway may run at once through this session; further ones get an error event. */
     static final int MAX_EXECS = 64;
-    /** Largest chunk of exec output per message. */
-    static final int MAX_OUTPUT_CHUNK = 16 * 1024;
+    /**
+     * Largest chunk of exec output per message: one message stays inside one 16 KiB HTTP/2 DATA
+     * frame with room for its framing (Helidon 4.1.7's gRPC client cannot parse a message that
+     * spans frames; its server can, but no hop should depend on which end it is).
+     */
+    static final int MAX_OUTPUT_CHUNK = 8 * 1024;
 
     private final Supplier<Channel> channels;
     private final String sandboxId;
@@ -59,7 +65,7 @@ final class GatewaySession implements AutoCloseable {
     private final GatewaySessionHandler handler;
     private final AtomicReference<TokenPair> tokens;
     private final AtomicLong policyGeneration = new AtomicLong();
-    private final Map<String, GatewaySessionHandler.ExecInput> execs = new ConcurrentHashMap<>();
+    private final Map<String, GatewayExec> execs = new ConcurrentHashMap<>();
     private final AtomicBoolean closed = new AtomicBoolean();
     private final Thread loop;
     private volatile StreamObserver<SupervisorMessage> out;
@@ -143,7 +149,7 @@ final class GatewaySession implements AutoCloseable {
             synchronized (this) {
                 out = null;
             }
-            execs.values().forEach(GatewaySessionHandler.ExecInput::close);
+            execs.values().forEach(GatewayExec::terminate);
             execs.clear();
             if (opened.isDone()) {
                 opened = new CompletableFuture<>();
@@ -210,6 +216,7 @@ final class GatewaySession implements AutoCloseable {
                 case TOKENS -> refresh(m.getTokens());
                 case EXEC -> exec(m.getExec());
                 case EXEC_INPUT -> input(m.getExecInput());
+                case EXEC_CONTROL -> control(m.getExecControl());
                 case KIND_NOT_SET -> { }
             }
         }
@@ -250,59 +257,65 @@ final class GatewaySession implements AutoCloseable {
 
         private void exec(RemoteExec e) {
             String id = e.getExecId();
-            GatewaySessionHandler.ExecOutput output = new GatewaySessionHandler.ExecOutput() {
-                @Override
-                public void stdout(byte[] bytes) {
-                    chunks(bytes, true);
-                }
-
-                @Override
-                public void stderr(byte[] bytes) {
-                    chunks(bytes, false);
-                }
-
-                private void chunks(byte[] bytes, boolean stdout) {
-                    for (int at = 0; at < bytes.length; at += MAX_OUTPUT_CHUNK) {
-                        ByteString chunk = ByteString.copyFrom(bytes, at, Math.min(MAX_OUTPUT_CHUNK, bytes.length - at));
-                        RemoteExecEvent.Builder ev = RemoteExecEvent.newBuilder().setExecId(id);
-                        send(event(stdout ? ev.setStdout(chunk) : ev.setStderr(chunk)));
-                    }
-                }
-
-                @Override
-                public void exit(int code) {
-                    execs.remove(id);
-                    send(event(RemoteExecEvent.newBuilder().setExecId(id).setExitCode(code)));
-                }
-
-                @Override
-                public void error(String reason) {
-                    execs.remove(id);
-                    send(event(RemoteExecEvent.newBuilder().setExecId(id).setError(reason)));
-                }
-            };
+            GatewayExec relay;
+            try {
+                relay = new GatewayExec(id, e.getOutputWindow(), e.getStdinWindow());
+            } catch (IllegalArgumentException refused) {
+                send(event(RemoteExecEvent.newBuilder().setExecId(id).setError(refused.getMessage())));
+                return;
+            }
+            GatewaySessionHandler.ExecOutput output = new RelayedOutput(relay);
             if (execs.size() >= MAX_EXECS) {
                 output.error("the supervisor already runs " + MAX_EXECS + " execs for the gateway");
                 return;
             }
-            try {
-                execs.put(id, handler.exec(e.getArgvList(), e.getEnvironmentMap(), e.getWorkingDirectory().isEmpty()
-                        ? "/" : e.getWorkingDirectory(), output));
-            } catch (RuntimeException failure) {
-                output.error("exec failed: " + failure.getMessage());
-            }
+            execs.put(id, relay);
+            GatewaySessionHandler.ExecCommand command = new GatewaySessionHandler.ExecCommand(e.getArgvList(),
+                    e.getEnvironmentMap(), e.getWorkingDirectory().isEmpty() ? "/" : e.getWorkingDirectory(),
+                    e.hasTerminal(), e.getTerminal().getColumns(), e.getTerminal().getRows());
+            // Starting takes a runtime round trip: never on the session's inbound thread.
+            Thread.ofVirtual().name("gateway-exec-" + id).start(() -> {
+                try {
+                    relay.started(handler.exec(command, output));
+                } catch (RuntimeException failure) {
+                    output.error("exec failed: " + failure.getMessage());
+                    return;
+                }
+                try {
+                    relay.pumpStdin(n -> send(event(RemoteExecEvent.newBuilder().setExecId(id).setStdinCredit(n))));
+                } catch (InterruptedException interrupted) {
+                    relay.terminate();
+                }
+            });
         }
 
         private void input(RemoteExecInput in) {
-            GatewaySessionHandler.ExecInput stdin = execs.get(in.getExecId());
-            if (stdin == null) {
+            GatewayExec relay = execs.get(in.getExecId());
+            if (relay == null) {
                 return;
             }
-            if (!in.getData().isEmpty()) {
-                stdin.write(in.getData().toByteArray());
+            if (!relay.offerStdin(in.getData().toByteArray(), in.getClose())) {
+                execs.remove(relay.id());
+                relay.terminate();
+                send(event(RemoteExecEvent.newBuilder().setExecId(relay.id())
+                        .setError("the gateway sent more stdin than the window of " + relay.stdinWindow() + " bytes")));
             }
-            if (in.getClose()) {
-                stdin.close();
+        }
+
+        private void control(RemoteExecControl c) {
+            GatewayExec relay = execs.get(c.getExecId());
+            if (relay == null) {
+                return;
+            }
+            switch (c.getKindCase()) {
+                case OUTPUT_CREDIT -> relay.grantOutput(Integer.toUnsignedLong(c.getOutputCredit()));
+                case RESIZE -> relay.resize(c.getResize().getColumns(), c.getResize().getRows());
+                case SIGNAL -> relay.signal(c.getSignal());
+                case TERMINATE -> {
+                    execs.remove(relay.id());
+                    relay.terminate();
+                }
+                case KIND_NOT_SET -> { }
             }
         }
 
@@ -314,6 +327,60 @@ final class GatewaySession implements AutoCloseable {
         @Override
         public void onCompleted() {
             ended.complete(null);
+        }
+    }
+
+    /** An exec's output as session events, each chunk sent only with output credit. */
+    private final class RelayedOutput implements GatewaySessionHandler.ExecOutput {
+        private final GatewayExec relay;
+
+        RelayedOutput(GatewayExec relay) {
+            this.relay = relay;
+        }
+
+        @Override
+        public void stdout(byte[] bytes) {
+            chunks(bytes, true);
+        }
+
+        @Override
+        public void stderr(byte[] bytes) {
+            chunks(bytes, false);
+        }
+
+        private void chunks(byte[] bytes, boolean stdout) {
+            int at = 0;
+            while (at < bytes.length) {
+                int n;
+                try {
+                    n = relay.awaitOutputCredit(Math.min(MAX_OUTPUT_CHUNK, bytes.length - at));
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return;
+                }
+                if (n < 0) {
+                    return;
+                }
+                ByteString chunk = ByteString.copyFrom(bytes, at, n);
+                RemoteExecEvent.Builder ev = RemoteExecEvent.newBuilder().setExecId(relay.id());
+                send(event(stdout ? ev.setStdout(chunk) : ev.setStderr(chunk)));
+                at += n;
+            }
+        }
+
+        @Override
+        public void exit(int code) {
+            relay.close();
+            if (execs.remove(relay.id(), relay)) {
+                send(event(RemoteExecEvent.newBuilder().setExecId(relay.id()).setExitCode(code)));
+            }
+        }
+
+        @Override
+        public void error(String reason) {
+            relay.close();
+            execs.remove(relay.id(), relay);
+            send(event(RemoteExecEvent.newBuilder().setExecId(relay.id()).setError(reason)));
         }
     }
 

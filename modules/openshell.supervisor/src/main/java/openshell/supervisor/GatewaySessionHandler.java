@@ -15,7 +15,29 @@ interface GatewaySessionHandler {
     record PolicyVerdict(boolean loaded, String message) {
     }
 
-    /** Where one exec's output goes; called from any thread, at most one terminal call. */
+    /**
+     * What to run for the gateway.
+     *
+     * @param argv             program and arguments
+     * @param environment      environment
+     * @param workingDirectory absolute working directory
+     * @param terminal         whether it runs on a pseudo-terminal (merged output)
+     * @param columns          initial terminal width (ignored without a terminal)
+     * @param rows             initial terminal height (ignored without a terminal)
+     */
+    record ExecCommand(List<String> argv, Map<String, String> environment, String workingDirectory, boolean terminal,
+                       int columns, int rows) {
+        public ExecCommand {
+            argv = List.copyOf(argv);
+            environment = Map.copyOf(environment);
+        }
+    }
+
+    /**
+     * Where one exec's output goes; called from any thread, at most one terminal call. The output
+     * calls may block while the gateway has granted no output credit: that is the back-pressure
+     * that makes a slow API caller slow the process down instead of filling memory.
+     */
     interface ExecOutput {
         void stdout(byte[] bytes);
 
@@ -30,9 +52,22 @@ interface GatewaySessionHandler {
 
     /** A running exec's standard input. */
     interface ExecInput {
+        /** Writes to the process; may block while the process does not read. */
         void write(byte[] bytes);
 
         void close();
+    }
+
+    /** A running exec as the gateway drives it: its stdin and its terminal and signals. */
+    interface ExecControl extends ExecInput {
+        /** Resizes the pseudo-terminal; ignored for a piped exec or an ended process. */
+        void resize(int columns, int rows);
+
+        /** Sends a Linux signal by number; unknown numbers and ended processes are ignored. */
+        void signal(int number);
+
+        /** Kills the exec's whole process tree (the API caller went away). */
+        void terminate();
     }
 
     /**
@@ -54,7 +89,9 @@ interface GatewaySessionHandler {
     /**
      * Starts a command in the running boundary.
      *
-     * @return its standard input
+     * @param command what to run
+     * @param output  where its output and end go
+     * @return its standard input and controls
      */
-    ExecInput exec(List<String> argv, Map<String, String> environment, String workingDirectory, ExecOutput output);
+    ExecControl exec(ExecCommand command, ExecOutput output);
 }

@@ -4,13 +4,13 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.time.Instant;
-import java.util.List;
-import java.util.Map;
 import java.util.function.Consumer;
 
 import openshell.isolation.ExecSession;
 import openshell.isolation.ExecSpec;
 import openshell.isolation.ExitStatus;
+import openshell.isolation.ProcessSignal;
+import openshell.isolation.TerminalSize;
 import openshell.protocol.TokenPair;
 import openshell.supervisor.spi.GatewaySessionClient;
 
@@ -58,10 +58,13 @@ public final class SessionClientProvider implements GatewaySessionClient {
         }
 
         @Override
-        public ExecInput exec(List<String> argv, Map<String, String> environment, String workingDirectory,
-                              ExecOutput output) {
-            ExecSession exec = callback.exec(ExecSpec.builder(argv).environment(environment)
-                    .workingDirectory(workingDirectory).build());
+        public ExecControl exec(ExecCommand command, ExecOutput output) {
+            ExecSpec.Builder spec = ExecSpec.builder(command.argv()).environment(command.environment())
+                    .workingDirectory(command.workingDirectory());
+            if (command.terminal()) {
+                spec.pty(new TerminalSize(command.columns(), command.rows()));
+            }
+            ExecSession exec = callback.exec(spec.build());
             Thread out = pump(exec.stdout(), output::stdout);
             Thread err = pump(exec.stderr(), output::stderr);
             Thread.ofVirtual().name("exec-wait").start(() -> {
@@ -81,7 +84,7 @@ public final class SessionClientProvider implements GatewaySessionClient {
                     exec.close();
                 }
             });
-            return new ExecInput() {
+            return new ExecControl() {
                 @Override
                 public void write(byte[] bytes) {
                     try {
@@ -98,6 +101,39 @@ public final class SessionClientProvider implements GatewaySessionClient {
                         exec.stdin().close();
                     } catch (IOException e) {
                         // The process already closed its end; nothing more to send.
+                    }
+                }
+
+                @Override
+                public void resize(int columns, int rows) {
+                    try {
+                        TerminalSize size = new TerminalSize(columns, rows);
+                        exec.terminal().ifPresent(t -> t.resize(size));
+                    } catch (RuntimeException e) {
+                        // Out of range or the process ended: a resize is advisory.
+                    }
+                }
+
+                @Override
+                public void signal(int number) {
+                    for (ProcessSignal s : ProcessSignal.values()) {
+                        if (s.number() == number) {
+                            try {
+                                exec.process().signal(s);
+                            } catch (RuntimeException e) {
+                                // The process already ended; its exit status is on its way.
+                            }
+                            return;
+                        }
+                    }
+                }
+
+                @Override
+                public void terminate() {
+                    try {
+                        exec.process().terminate();
+                    } catch (RuntimeException e) {
+                        // Already gone.
                     }
                 }
             };

@@ -8,7 +8,6 @@ import java.io.ByteArrayOutputStream;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -85,7 +84,7 @@ class GatewaySessionTest {
     }
 
     /** Loads any policy without "bad"; execs echo their stdin and exit 7. */
-    static final class RecordingHandler implements GatewaySessionHandler {
+    static class RecordingHandler implements GatewaySessionHandler {
         final BlockingQueue<String> events = new LinkedBlockingQueue<>();
 
         @Override
@@ -101,10 +100,25 @@ class GatewaySessionTest {
         }
 
         @Override
-        public ExecInput exec(List<String> argv, Map<String, String> environment, String workingDirectory,
-                              ExecOutput output) {
+        public ExecControl exec(ExecCommand command, ExecOutput output) {
+            List<String> argv = command.argv();
             ByteArrayOutputStream stdin = new ByteArrayOutputStream();
-            return new ExecInput() {
+            return new ExecControl() {
+                @Override
+                public void resize(int columns, int rows) {
+                    events.add("resize " + columns + "x" + rows);
+                }
+
+                @Override
+                public void signal(int number) {
+                    events.add("signal " + number);
+                }
+
+                @Override
+                public void terminate() {
+                    events.add("terminate");
+                }
+
                 @Override
                 public void write(byte[] bytes) {
                     stdin.writeBytes(bytes);
@@ -157,6 +171,8 @@ class GatewaySessionTest {
                     .build());
             out.onNext(GatewayMessage.newBuilder().setExecInput(RemoteExecInput.newBuilder().setExecId("e1")
                     .setData(ByteString.copyFromUtf8("hello")).setClose(true)).build());
+            // The written stdin comes back as credit; then the output and, last, the exit code.
+            assertEquals(5, gateway.next().getExecEvent().getStdinCredit());
             assertEquals("hello", gateway.next().getExecEvent().getStdout().toStringUtf8());
             assertEquals("/bin/cat", gateway.next().getExecEvent().getStderr().toStringUtf8());
             assertEquals(7, gateway.next().getExecEvent().getExitCode());
@@ -175,6 +191,81 @@ class GatewaySessionTest {
             assertTrue(again.hasHello(), again.toString());
             assertEquals("gateway-token-2", again.getHello().getGatewayToken());
             assertEquals(2, again.getHello().getPolicyGeneration(), "reports the policy it enforces");
+        } finally {
+            server.stop();
+        }
+    }
+
+    /** Counts the stdin bytes of each exec and, at the half-close, prints their number and exits 0. */
+    static final class CountingHandler extends RecordingHandler {
+        @Override
+        public ExecControl exec(ExecCommand command, ExecOutput output) {
+            long[] count = new long[1];
+            return new ExecControl() {
+                @Override
+                public void write(byte[] bytes) {
+                    count[0] += bytes.length;
+                }
+
+                @Override
+                public void close() {
+                    output.stdout(Long.toString(count[0]).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                    output.exit(0);
+                }
+
+                @Override
+                public void resize(int columns, int rows) {
+                }
+
+                @Override
+                public void signal(int number) {
+                }
+
+                @Override
+                public void terminate() {
+                }
+            };
+        }
+    }
+
+    @Test
+    void fourMebibytesOfStdinFlowThroughTheSessionWithinTheWindow() throws Exception {
+        GatewayDouble gateway = new GatewayDouble();
+        WebServer server = WebServer.builder().host("127.0.0.1").port(0)
+                .addRouting(GrpcRouting.builder().service(gateway)).build().start();
+        TokenPair first = new TokenPair("gateway-token-1", "sandbox-token-1", 1, Instant.now().plusSeconds(600));
+        try (GatewaySession session = GatewaySession.open(GatewaySession.channels("http://127.0.0.1:" + server.port()),
+                "sb-one", 4, first, 1, new CountingHandler())) {
+            StreamObserver<GatewayMessage> out = gateway.stream();
+            assertTrue(gateway.next().hasHello());
+            out.onNext(GatewayMessage.newBuilder().setConfig(SessionConfig.newBuilder().setPolicyGeneration(1)).build());
+            session.opened().get(WAIT.toSeconds(), TimeUnit.SECONDS);
+            // The gateway's stdin window: bytes in flight to a Helidon 4.1.7 client stay well inside HTTP/2's 64 KiB.
+            int window = 16 * 1024;
+            out.onNext(GatewayMessage.newBuilder().setExec(RemoteExec.newBuilder().setExecId("big").addArgv("/bin/cat")
+                    .setStdinWindow(window)).build());
+            long total = 4L * 1024 * 1024;
+            long sent = 0;
+            long credit = window;
+            // The gateway's piece size: a message to Helidon 4.1.7's client must fit one HTTP/2 frame.
+            byte[] chunk = new byte[8 * 1024];
+            while (sent < total) {
+                while (credit < chunk.length) {
+                    credit += gateway.next().getExecEvent().getStdinCredit();
+                }
+                out.onNext(GatewayMessage.newBuilder().setExecInput(RemoteExecInput.newBuilder().setExecId("big")
+                        .setData(ByteString.copyFrom(chunk))).build());
+                credit -= chunk.length;
+                sent += chunk.length;
+            }
+            out.onNext(GatewayMessage.newBuilder().setExecInput(RemoteExecInput.newBuilder().setExecId("big")
+                    .setClose(true)).build());
+            SupervisorMessage m;
+            do {
+                m = gateway.next();
+            } while (m.getExecEvent().hasStdinCredit());
+            assertEquals(Long.toString(total), m.getExecEvent().getStdout().toStringUtf8());
+            assertEquals(0, gateway.next().getExecEvent().getExitCode());
         } finally {
             server.stop();
         }

@@ -1,0 +1,297 @@
+package openshell.cli;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+import com.google.protobuf.ByteString;
+import io.grpc.CallOptions;
+import io.grpc.Channel;
+import io.grpc.ClientCall;
+import io.grpc.ClientInterceptor;
+import io.grpc.ClientInterceptors;
+import io.grpc.ForwardingClientCall;
+import io.grpc.Metadata;
+import io.grpc.MethodDescriptor;
+import io.grpc.stub.StreamObserver;
+import io.helidon.common.tls.Tls;
+import io.helidon.webclient.grpc.GrpcClient;
+import openshell.protocol.exec.ExecClientFrame;
+import openshell.protocol.exec.ExecServerFrame;
+import openshell.protocol.exec.ExecStart;
+import openshell.protocol.exec.SandboxExecGrpc;
+import openshell.protocol.exec.TerminalSize;
+
+/**
+ * One streamed exec against the gateway's {@code SandboxExec} stream: stdin is read and sent as
+ * it comes, within the stdin credit the gateway returns ({@link StdinCredit}); output is written
+ * as it arrives and credit for it is granted only after it was written, so a slow terminal or
+ * pipe slows the remote process down instead of filling memory ({@link #OUTPUT_WINDOW}). End of
+ * the local stdin half-closes the remote stdin. The exit code arrives after all output.
+ */
+final class ExecStream {
+    /**
+     * Output bytes the CLI accepts before it has written them out. Kept well inside HTTP/2's
+     * 64 KiB window: Helidon 4.1.7's gRPC client (this end) cannot parse a message that the
+     * gateway had to split across DATA frames when the window ran short.
+     */
+    static final int OUTPUT_WINDOW = 16 * 1024;
+    /** Largest stdin chunk per frame (the gateway splits larger ones for its supervisor hop anyway). */
+    static final int STDIN_CHUNK = 8 * 1024;
+    /** How long the CLI waits for the gateway to accept the stream. */
+    static final long START_TIMEOUT_SECONDS = 60;
+
+    private static final Metadata.Key<String> AUTHORIZATION = Metadata.Key.of("authorization",
+            Metadata.ASCII_STRING_MARSHALLER);
+    /**
+     * Helidon's gRPC client logs a routine read-poll timeout as SEVERE; the CLI's stderr belongs
+     * to the remote command. Held strongly, since java.util.logging keeps loggers weakly.
+     */
+    private static final java.util.logging.Logger SOCKET_LOG = java.util.logging.Logger.getLogger(
+            "io.helidon.webclient.grpc");
+
+    static {
+        SOCKET_LOG.setLevel(java.util.logging.Level.OFF);
+    }
+
+    /** What the caller learns from the stream's end. */
+    record Outcome(Optional<Integer> exitCode, Optional<String> error) {
+    }
+
+    private final StreamObserver<ExecClientFrame> requests;
+    private final StdinCredit stdinCredit = new StdinCredit();
+    private final CompletableFuture<Integer> started = new CompletableFuture<>();
+    private final CompletableFuture<Outcome> outcome = new CompletableFuture<>();
+
+    private ExecStream(Channel channel, ExecStart start, OutputStream stdout, OutputStream stderr) {
+        StreamObserver<ExecServerFrame> responses = new StreamObserver<>() {
+            @Override
+            public void onNext(ExecServerFrame f) {
+                try {
+                    switch (f.getKindCase()) {
+                        case STARTED -> {
+                            stdinCredit.grant(f.getStarted().getStdinWindow());
+                            started.complete(f.getStarted().getStdinWindow());
+                        }
+                        case STDOUT -> write(stdout, f.getStdout());
+                        case STDERR -> write(stderr, f.getStderr());
+                        case STDIN_CREDIT -> stdinCredit.grant(f.getStdinCredit());
+                        case EXIT_CODE -> end(new Outcome(Optional.of(f.getExitCode()), Optional.empty()));
+                        case ERROR -> end(new Outcome(Optional.empty(), Optional.of(f.getError())));
+                        case KIND_NOT_SET -> { }
+                    }
+                } catch (IOException e) {
+                    end(new Outcome(Optional.empty(), Optional.of("cannot write output: " + e.getMessage())));
+                    cancel();
+                }
+            }
+
+            @Override
+            public void onError(Throwable t) {
+                end(new Outcome(Optional.empty(), Optional.of("the exec stream broke: " + t.getMessage())));
+            }
+
+            @Override
+            public void onCompleted() {
+                end(new Outcome(Optional.empty(), Optional.of("the exec stream ended without an exit status")));
+            }
+        };
+        this.requests = SandboxExecGrpc.newStub(channel).exec(responses);
+        send(ExecClientFrame.newBuilder().setStart(start).build());
+    }
+
+    /**
+     * Opens a gRPC channel to the gateway with the API token on every call.
+     *
+     * @param url   the gateway's URL ({@code http://} means HTTP/2 without TLS, prior knowledge)
+     * @param token the API token (never printed)
+     * @return the channel
+     */
+    static Channel channel(String url, String token) {
+        boolean tls = url.startsWith("https://");
+        Channel raw = GrpcClient.builder().baseUri(url)
+                .tls(tls ? Tls.builder().build() : Tls.builder().enabled(false).build()).build().channel();
+        ClientInterceptor bearer = new ClientInterceptor() {
+            @Override
+            public <Q, R> ClientCall<Q, R> interceptCall(MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
+                return new ForwardingClientCall.SimpleForwardingClientCall<>(next.newCall(method, options)) {
+                    @Override
+                    public void start(Listener<R> listener, Metadata headers) {
+                        headers.put(AUTHORIZATION, "Bearer " + token);
+                        super.start(listener, headers);
+                    }
+                };
+            }
+        };
+        return ClientInterceptors.intercept(raw, bearer);
+    }
+
+    /**
+     * Starts an exec.
+     *
+     * @param channel  to the gateway
+     * @param sandbox  name or id
+     * @param argv     the command
+     * @param env      extra environment
+     * @param terminal initial terminal size, if it runs on a PTY
+     * @param stdout   where stdout (or the merged terminal output) goes
+     * @param stderr   where stderr goes
+     * @return the running stream
+     * @throws CliException FAILED if the gateway refuses it
+     */
+    static ExecStream start(Channel channel, String sandbox, List<String> argv, Map<String, String> env,
+                            Optional<int[]> terminal, OutputStream stdout, OutputStream stderr) {
+        ExecStart.Builder start = ExecStart.newBuilder().setSandbox(sandbox).addAllArgv(argv).putAllEnvironment(env)
+                .setOutputWindow(OUTPUT_WINDOW);
+        terminal.ifPresent(size -> start.setTerminal(TerminalSize.newBuilder().setColumns(size[0]).setRows(size[1])));
+        ExecStream stream;
+        try {
+            stream = new ExecStream(channel, start.build(), stdout, stderr);
+        } catch (java.io.UncheckedIOException e) {
+            throw new CliException(CliException.NO_GATEWAY, "the gateway does not answer: " + e.getMessage()
+                    + "; is it running? (openshell gateway status)");
+        }
+        try {
+            CompletableFuture.anyOf(stream.started, stream.outcome).get(START_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+        } catch (TimeoutException e) {
+            stream.cancel();
+            throw new CliException(CliException.FAILED, "the gateway did not start the exec within "
+                    + START_TIMEOUT_SECONDS + " s");
+        } catch (ExecutionException e) {
+            throw new CliException(CliException.FAILED, "the exec stream failed: " + e.getCause().getMessage());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new CliException(CliException.FAILED, "interrupted");
+        }
+        return stream;
+    }
+
+    /**
+     * Sends {@code in} as the remote stdin until it ends, then half-closes; runs on the caller's thread.
+     * Returns early (without closing) once the exec has ended.
+     */
+    void pumpStdin(InputStream in) {
+        byte[] buffer = new byte[STDIN_CHUNK];
+        try {
+            while (!outcome.isDone()) {
+                int allowed = stdinCredit.take(STDIN_CHUNK, outcome);
+                if (allowed <= 0) {
+                    return;
+                }
+                int n = in.read(buffer, 0, allowed);
+                if (n < 0) {
+                    stdinCredit.giveBack(allowed);
+                    send(ExecClientFrame.newBuilder().setStdinClose(true).build());
+                    return;
+                }
+                stdinCredit.giveBack(allowed - n);
+                if (n > 0) {
+                    send(ExecClientFrame.newBuilder().setStdin(ByteString.copyFrom(buffer, 0, n)).build());
+                }
+            }
+        } catch (IOException e) {
+            send(ExecClientFrame.newBuilder().setStdinClose(true).build());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    void resize(int columns, int rows) {
+        send(ExecClientFrame.newBuilder().setResize(TerminalSize.newBuilder().setColumns(columns).setRows(rows)).build());
+    }
+
+    void signal(int number) {
+        send(ExecClientFrame.newBuilder().setSignal(number).build());
+    }
+
+    /** @return the exit code or the error, once the stream ended */
+    Outcome await() throws InterruptedException {
+        try {
+            return outcome.get();
+        } catch (ExecutionException e) {
+            return new Outcome(Optional.empty(), Optional.of(e.getCause().getMessage()));
+        }
+    }
+
+    /** Ends the stream from this side: the gateway terminates the exec. */
+    void cancel() {
+        synchronized (requests) {
+            try {
+                requests.onError(io.grpc.Status.CANCELLED.withDescription("the CLI went away").asRuntimeException());
+            } catch (RuntimeException ignored) {
+                // Already ended.
+            }
+        }
+    }
+
+    private void write(OutputStream to, ByteString bytes) throws IOException {
+        bytes.writeTo(to);
+        to.flush();
+        // Written out: the gateway may send as much again.
+        send(ExecClientFrame.newBuilder().setOutputCredit(bytes.size()).build());
+    }
+
+    private void end(Outcome o) {
+        if (outcome.complete(o)) {
+            stdinCredit.wake();
+            synchronized (requests) {
+                try {
+                    requests.onCompleted();
+                } catch (RuntimeException ignored) {
+                    // Already ended.
+                }
+            }
+        }
+    }
+
+    private void send(ExecClientFrame frame) {
+        synchronized (requests) {
+            if (outcome.isDone()) {
+                return;
+            }
+            try {
+                requests.onNext(frame);
+            } catch (RuntimeException e) {
+                end(new Outcome(Optional.empty(), Optional.of("the exec stream broke: " + e.getMessage())));
+            }
+        }
+    }
+
+    /** Stdin bytes the gateway allows in flight; the pump waits for more. */
+    static final class StdinCredit {
+        private long available;
+
+        synchronized void grant(long bytes) {
+            available += bytes;
+            notifyAll();
+        }
+
+        synchronized void giveBack(int bytes) {
+            available += bytes;
+        }
+
+        synchronized void wake() {
+            notifyAll();
+        }
+
+        /** @return up to {@code max} bytes of credit (at least 1), or 0 once {@code ended} is done */
+        synchronized int take(int max, CompletableFuture<?> ended) throws InterruptedException {
+            while (available == 0 && !ended.isDone()) {
+                wait();
+            }
+            if (ended.isDone()) {
+                return 0;
+            }
+            int n = (int) Math.min(max, available);
+            available -= n;
+            return n;
+        }
+    }
+}

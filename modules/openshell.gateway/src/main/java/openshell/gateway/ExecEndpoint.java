@@ -1,0 +1,299 @@
+package openshell.gateway;
+
+import java.time.Duration;
+import java.util.Optional;
+import java.util.concurrent.atomic.AtomicReference;
+
+import com.google.protobuf.ByteString;
+import io.grpc.Metadata;
+import io.grpc.ServerCall;
+import io.grpc.ServerCallHandler;
+import io.grpc.ServerInterceptor;
+import io.grpc.Status;
+import io.grpc.stub.StreamObserver;
+import openshell.gateway.store.SandboxRecord;
+import openshell.protocol.exec.ExecClientFrame;
+import openshell.protocol.exec.ExecServerFrame;
+import openshell.protocol.exec.ExecStart;
+import openshell.protocol.exec.ExecStarted;
+import openshell.protocol.exec.SandboxExecGrpc;
+import openshell.protocol.wire.RemoteExec;
+import openshell.protocol.wire.RemoteExecEvent;
+import openshell.protocol.wire.RemoteTerminalSize;
+
+/**
+ * The users' streamed exec ({@code exec.proto}): one bidirectional gRPC stream per exec, which
+ * is the gateway's "exec with streamed I/O over HTTP/2". Each stream relays to one
+ * {@link SessionExec} on the sandbox's supervisor session. Flow control is by credit on both
+ * hops, so the gateway holds at most {@link SessionExec#OUTPUT_WINDOW} output bytes per exec
+ * however slowly the caller reads, and forwards stdin at once (the caller may have at most
+ * {@link SessionExec#STDIN_WINDOW} unacknowledged; more is a protocol error). The caller's output
+ * window is capped at {@link #MAX_CLIENT_OUTPUT_WINDOW}. A stream that ends before the exit
+ * (cancel, disconnect, or the caller's half-close) terminates the exec.
+ */
+final class ExecEndpoint extends SandboxExecGrpc.SandboxExecImplBase {
+    /** Output window when the caller announces none. */
+    static final int DEFAULT_CLIENT_OUTPUT_WINDOW = 256 * 1024;
+    /** Largest output window a caller may announce (it only bounds the caller's own buffers). */
+    static final int MAX_CLIENT_OUTPUT_WINDOW = 4 * 1024 * 1024;
+    /**
+     * Largest output piece per frame to the caller: the CLI's Helidon 4.1.7 gRPC client cannot
+     * parse a message spanning two HTTP/2 DATA frames (see {@link SessionExec#MAX_STDIN_PIECE}).
+     */
+    static final int MAX_OUTPUT_PIECE = 8 * 1024;
+    /** How often the relay checks that its caller is still there while no output comes. */
+    static final Duration POLL = Duration.ofSeconds(1);
+
+    private static final Metadata.Key<String> AUTHORIZATION = Metadata.Key.of("authorization",
+            Metadata.ASCII_STRING_MARSHALLER);
+
+    private final SandboxApi sandboxes;
+    private final SessionHub sessions;
+
+    ExecEndpoint(SandboxApi sandboxes, SessionHub sessions) {
+        this.sandboxes = sandboxes;
+        this.sessions = sessions;
+    }
+
+    /**
+     * Admits {@code SandboxExec} calls only with the API token (the supervisor session on the same
+     * routing authenticates by its own token, in-band, and passes untouched).
+     *
+     * @param token the gateway's API token
+     * @return the interceptor
+     */
+    static ServerInterceptor authentication(ApiToken token) {
+        return new ServerInterceptor() {
+            @Override
+            public <Q, R> ServerCall.Listener<Q> interceptCall(ServerCall<Q, R> call, Metadata headers,
+                                                                ServerCallHandler<Q, R> next) {
+                if (SandboxExecGrpc.SERVICE_NAME.equals(call.getMethodDescriptor().getServiceName())
+                        && !token.admits(headers.get(AUTHORIZATION))) {
+                    call.close(Status.UNAUTHENTICATED.withDescription("the exec stream needs the gateway's API token: "
+                            + "authorization: Bearer <token from the state directory's " + ApiToken.FILE + ">"),
+                            new Metadata());
+                    return new ServerCall.Listener<>() { };
+                }
+                return next.startCall(call, headers);
+            }
+        };
+    }
+
+    @Override
+    public StreamObserver<ExecClientFrame> exec(StreamObserver<ExecServerFrame> out) {
+        return new Relay(out);
+    }
+
+    /** One caller's stream. */
+    private final class Relay implements StreamObserver<ExecClientFrame> {
+        private final StreamObserver<ExecServerFrame> out;
+        private final AtomicReference<SessionExec> exec = new AtomicReference<>();
+        private int clientWindow;
+        private long clientCredit;
+        private boolean finished;
+
+        Relay(StreamObserver<ExecServerFrame> out) {
+            this.out = out;
+        }
+
+        @Override
+        public void onNext(ExecClientFrame frame) {
+            SessionExec relay = exec.get();
+            if (relay == null) {
+                if (!frame.hasStart()) {
+                    fail("the first frame must be an ExecStart");
+                    return;
+                }
+                start(frame.getStart());
+                return;
+            }
+            try {
+                switch (frame.getKindCase()) {
+                    case STDIN -> relay.stdin(frame.getStdin().toByteArray(), false);
+                    case STDIN_CLOSE -> relay.stdin(new byte[0], true);
+                    case RESIZE -> relay.resize(checkedSize(frame.getResize().getColumns()),
+                            checkedSize(frame.getResize().getRows()));
+                    case SIGNAL -> relay.signal(frame.getSignal());
+                    case OUTPUT_CREDIT -> grantClient(Integer.toUnsignedLong(frame.getOutputCredit()));
+                    case START -> throw new GatewayException(GatewayException.Reason.INVALID, "ExecStart twice");
+                    case KIND_NOT_SET -> throw new GatewayException(GatewayException.Reason.INVALID, "empty frame");
+                }
+            } catch (GatewayException e) {
+                relay.terminate();
+                fail(e.getMessage());
+            }
+        }
+
+        private void start(ExecStart start) {
+            SessionExec relay;
+            try {
+                if (start.getArgvCount() == 0) {
+                    throw new GatewayException(GatewayException.Reason.INVALID, "argv must not be empty");
+                }
+                SandboxRecord record = sandboxes.find(start.getSandbox());
+                RemoteExec.Builder exec = RemoteExec.newBuilder().addAllArgv(start.getArgvList())
+                        .putAllEnvironment(start.getEnvironmentMap()).setWorkingDirectory(start.getWorkingDirectory());
+                if (start.hasTerminal()) {
+                    exec.setTerminal(RemoteTerminalSize.newBuilder()
+                            .setColumns(checkedSize(start.getTerminal().getColumns()))
+                            .setRows(checkedSize(start.getTerminal().getRows())));
+                }
+                relay = sessions.exec(record.id(), exec);
+            } catch (GatewayException e) {
+                fail(e.reason().name() + ": " + e.getMessage());
+                return;
+            }
+            long asked = Integer.toUnsignedLong(start.getOutputWindow());
+            synchronized (this) {
+                clientWindow = asked == 0 ? DEFAULT_CLIENT_OUTPUT_WINDOW : (int) Math.min(asked, MAX_CLIENT_OUTPUT_WINDOW);
+                clientCredit = clientWindow;
+            }
+            exec.set(relay);
+            send(ExecServerFrame.newBuilder().setStarted(ExecStarted.newBuilder()
+                    .setStdinWindow(SessionExec.STDIN_WINDOW).setOutputWindow(clientWindow)).build());
+            Thread.ofVirtual().name("exec-relay-" + relay.execId).start(() -> pump(relay));
+        }
+
+        /** Supervisor events to the caller, in order; output only within the caller's credit. */
+        private void pump(SessionExec relay) {
+            try {
+                while (!isFinished()) {
+                    Optional<RemoteExecEvent> next = relay.next(POLL);
+                    if (next.isEmpty()) {
+                        continue;
+                    }
+                    RemoteExecEvent e = next.get();
+                    switch (e.getKindCase()) {
+                        case STDOUT -> output(relay, e.getStdout(), true);
+                        case STDERR -> output(relay, e.getStderr(), false);
+                        case STDIN_CREDIT -> send(ExecServerFrame.newBuilder().setStdinCredit(e.getStdinCredit()).build());
+                        case EXIT_CODE -> {
+                            send(ExecServerFrame.newBuilder().setExitCode(e.getExitCode()).build());
+                            complete();
+                            return;
+                        }
+                        case ERROR -> {
+                            fail(e.getError());
+                            return;
+                        }
+                        case KIND_NOT_SET -> { }
+                    }
+                }
+            } catch (InterruptedException e) {
+                relay.terminate();
+            } catch (RuntimeException e) {
+                // Sending to the caller failed: it is gone.
+                relay.terminate();
+                finish();
+            } finally {
+                relay.done();
+            }
+        }
+
+        private void output(SessionExec relay, ByteString bytes, boolean stdout) throws InterruptedException {
+            int at = 0;
+            while (at < bytes.size()) {
+                int n = awaitClientCredit(Math.min(MAX_OUTPUT_PIECE, bytes.size() - at));
+                if (n < 0) {
+                    return;
+                }
+                ByteString piece = bytes.substring(at, at + n);
+                send(stdout ? ExecServerFrame.newBuilder().setStdout(piece).build()
+                        : ExecServerFrame.newBuilder().setStderr(piece).build());
+                at += n;
+            }
+            relay.grantOutput(bytes.size());
+        }
+
+        private synchronized int awaitClientCredit(int wanted) throws InterruptedException {
+            while (!finished && clientCredit == 0) {
+                wait();
+            }
+            if (finished) {
+                return -1;
+            }
+            int n = (int) Math.min(wanted, clientCredit);
+            clientCredit -= n;
+            return n;
+        }
+
+        private synchronized void grantClient(long bytes) {
+            clientCredit = Math.min(clientWindow, clientCredit + bytes);
+            notifyAll();
+        }
+
+        private synchronized boolean isFinished() {
+            return finished;
+        }
+
+        /** @return whether this call finished the stream (false if it already was) */
+        private synchronized boolean finish() {
+            boolean was = finished;
+            finished = true;
+            notifyAll();
+            return !was;
+        }
+
+        private void send(ExecServerFrame frame) {
+            synchronized (out) {
+                if (!isFinished()) {
+                    out.onNext(frame);
+                }
+            }
+        }
+
+        private void complete() {
+            synchronized (out) {
+                if (finish()) {
+                    out.onCompleted();
+                }
+            }
+        }
+
+        private void fail(String reason) {
+            synchronized (out) {
+                if (!isFinished()) {
+                    out.onNext(ExecServerFrame.newBuilder().setError(reason).build());
+                }
+                if (finish()) {
+                    out.onCompleted();
+                }
+            }
+        }
+
+        private void gone() {
+            finish();
+            SessionExec relay = exec.get();
+            if (relay != null) {
+                relay.terminate();
+            }
+        }
+
+        @Override
+        public void onError(Throwable t) {
+            gone();
+        }
+
+        @Override
+        public void onCompleted() {
+            // The caller stopped talking before the exit: it can grant no more credit, so the exec ends.
+            if (!isFinished()) {
+                gone();
+                synchronized (out) {
+                    try {
+                        out.onCompleted();
+                    } catch (RuntimeException ignored) {
+                        // Already closed.
+                    }
+                }
+            }
+        }
+    }
+
+    private static int checkedSize(int cells) {
+        if (cells < 1 || cells > 0xffff) {
+            throw new GatewayException(GatewayException.Reason.INVALID, "terminal size out of range: " + cells);
+        }
+        return cells;
+    }
+}

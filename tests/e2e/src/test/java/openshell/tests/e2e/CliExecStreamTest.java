@@ -1,0 +1,297 @@
+package openshell.tests.e2e;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.BufferedReader;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.security.MessageDigest;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The streamed exec end to end: the CLI as a separate process, a real gateway, the process
+ * driver, the real supervisor and sandbox runtime, one sandbox for the whole class. Stdin is
+ * streamed (4 MiB through {@code sha256sum}), interactive (a line echoed back before the next is
+ * sent), half-closed (end of input makes {@code cat} exit), output separate on pipes and merged on
+ * a PTY, the PTY's size follows the CLI's terminal (a real pseudo-terminal made by a small Python
+ * harness, resized while the command runs), and exit codes come through.
+ */
+class CliExecStreamTest {
+    static final String POLICY = """
+            version: 1
+            network_policies:
+              api:
+                endpoints:
+                  - host: api.example.test
+                    port: 443
+                    protocol: tcp
+                binaries:
+                  - path: /usr/bin/curl
+            """;
+    /** Longest wait for one expected line or exit; generous for a loaded 2-core machine. */
+    static final long WAIT_SECONDS = 120;
+
+    @TempDir
+    static Path tmp;
+
+    private static Path state;
+
+    private static Map<String, String> env;
+
+    @BeforeAll
+    static void sandbox() throws Exception {
+        state = tmp.resolve("home");
+        env = launchers();
+        assertEquals(0, Cli.run(state, env, "gateway", "start", "--background", "--port", "0").exit());
+        Path policy = Files.writeString(tmp.resolve("policy.yaml"), POLICY);
+        Files.setPosixFilePermissions(tmp, PosixFilePermissions.fromString("rwx--x--x"));
+        Path workspace = Files.createDirectories(tmp.resolve("workspace"));
+        Files.setPosixFilePermissions(workspace, PosixFilePermissions.fromString("rwxrwxrwx"));
+        Cli.Result created = Cli.run(state, env, "sandbox", "create", "--policy", policy.toString(), "--name", "io",
+                "--workspace", workspace.toString(), "--", "/bin/sleep", "900");
+        assertEquals(0, created.exit(), "sandbox create failed: " + created.out() + created.err());
+    }
+
+    @AfterAll
+    static void cleanUp() throws Exception {
+        if (state != null && Files.exists(state.resolve("gateway.json"))) {
+            Cli.run(state, env, "sandbox", "delete", "io");
+            Cli.run(state, env, "gateway", "stop");
+        }
+    }
+
+    @Test
+    void fourMebibytesOfStdinReachSha256sumWhole() throws Exception {
+        byte[] data = new byte[4 * 1024 * 1024];
+        new Random(7).nextBytes(data);
+        Path input = Files.write(tmp.resolve("four-mib"), data);
+        String digest = HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(data));
+        Process p = cli(ProcessBuilder.Redirect.from(input.toFile()), "sandbox", "exec", "io", "--", "sha256sum");
+        CompletableFuture<String> err = drain(p.getErrorStream());
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(p.waitFor(WAIT_SECONDS, TimeUnit.SECONDS), "the exec did not end");
+        assertEquals(0, p.exitValue(), err.join() + logs());
+        assertEquals(digest + "  -\n", out);
+    }
+
+    @Test
+    void catEchoesEachLineBeforeTheNextIsSentAndHalfCloseEndsIt() throws Exception {
+        Process p = cli(ProcessBuilder.Redirect.PIPE, "sandbox", "exec", "io", "--", "cat");
+        CompletableFuture<String> err = drain(p.getErrorStream());
+        BlockingQueue<String> lines = lines(p.getInputStream());
+        OutputStream stdin = p.getOutputStream();
+        for (int i = 0; i < 5; i++) {
+            stdin.write(("line " + i + "\n").getBytes(StandardCharsets.UTF_8));
+            stdin.flush();
+            String echoed = lines.poll(WAIT_SECONDS, TimeUnit.SECONDS);
+            assertEquals("line " + i, echoed, "echo of line " + i + " (stderr: " + (p.isAlive() ? "" : err.join()) + ")");
+        }
+        // End of the CLI's stdin half-closes the remote stdin: cat sees end of file and exits.
+        stdin.close();
+        assertTrue(p.waitFor(WAIT_SECONDS, TimeUnit.SECONDS), "cat did not exit after the half-close");
+        assertEquals(0, p.exitValue(), err.join());
+    }
+
+    @Test
+    void pipesKeepStdoutAndStderrApartAndTheExitCodeComesThrough() throws Exception {
+        Cli.Result r = Cli.run(state, env, "sandbox", "exec", "io", "--", "/bin/sh", "-c",
+                "echo out; echo err >&2; exit 7");
+        assertEquals(7, r.exit(), r.err());
+        assertEquals("out\n", r.out());
+        assertEquals("err\n", r.err());
+        Cli.Result signaled = Cli.run(state, env, "sandbox", "exec", "io", "--", "/bin/sh", "-c", "kill -TERM $$");
+        assertEquals(128 + 15, signaled.exit(), signaled.err());
+    }
+
+    @Test
+    void ttyRunsOnAPseudoTerminalWithMergedOutput() throws Exception {
+        Cli.Result r = Cli.run(state, env, "sandbox", "exec", "io", "--tty", "--", "/bin/sh", "-c",
+                "tty; echo to-stderr >&2; stty size; exit 3");
+        assertEquals(3, r.exit(), r.err());
+        assertTrue(r.out().contains("/dev/pts/"), "tty names a pty: " + r.out());
+        assertTrue(r.out().contains("to-stderr"), "stderr is merged into the terminal output: " + r.out());
+        // Without a terminal of its own the CLI asks for 80x24.
+        assertTrue(r.out().contains("24 80"), r.out());
+        assertEquals("", r.err());
+    }
+
+    @Test
+    void connectFollowsTheLocalTerminalSizeAndPassesKeysRaw() throws Exception {
+        Path harness = Files.writeString(tmp.resolve("pty-harness.py"), HARNESS);
+        List<String> command = new ArrayList<>(List.of("python3", harness.toString()));
+        command.addAll(cliCommand("sandbox", "connect", "io", "--", "/bin/sh", "-c",
+                "while read x; do stty size; done; exit 5"));
+        ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true)
+                .redirectInput(ProcessBuilder.Redirect.from(Path.of("/dev/null").toFile()));
+        pb.environment().putAll(env);
+        Process p = pb.start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(p.waitFor(WAIT_SECONDS * 2, TimeUnit.SECONDS), "the harness did not end: " + out);
+        assertTrue(out.contains("30 100"), "the first size is the local terminal's: " + out);
+        assertTrue(out.contains("40 120"), "the resize reached the remote terminal: " + out);
+        // Ctrl-D went through raw: the remote read saw end of file and the shell exited 5.
+        assertEquals(5, p.exitValue(), out);
+    }
+
+    /**
+     * Runs argv on a fresh pseudo-terminal of 100x30 (its controlling terminal), presses Enter
+     * every second until "30 100" shows, resizes to 120x40, presses Enter until "40 120" shows,
+     * then Ctrl-D; exits with the child's exit code. (Enter first, because the runtime applies an
+     * exec's initial terminal size just after starting it: a size printed at once may be 80x24.) Everything the child printed goes to stdout.
+     */
+    static final String HARNESS = """
+            import fcntl, os, select, struct, subprocess, sys, termios, time
+            master, slave = os.openpty()
+            fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack('HHHH', 30, 100, 0, 0))
+            def own_terminal():
+                os.setsid()
+                fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+            child = subprocess.Popen(sys.argv[1:], stdin=slave, stdout=slave, stderr=slave,
+                                     preexec_fn=own_terminal, close_fds=True)
+            os.close(slave)
+            seen = b''
+            phase = 0
+            deadline = time.time() + 200
+            last_enter = 0
+            while time.time() < deadline:
+                ready, _, _ = select.select([master], [], [], 0.5)
+                if ready:
+                    try:
+                        chunk = os.read(master, 65536)
+                    except OSError:
+                        break
+                    if not chunk:
+                        break
+                    seen += chunk
+                    sys.stdout.buffer.write(chunk)
+                    sys.stdout.flush()
+                if phase == 0 and b'30 100' in seen:
+                    fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack('HHHH', 40, 120, 0, 0))
+                    phase = 1
+                elif phase == 1 and b'40 120' in seen:
+                    os.write(master, b'\\x04')
+                    phase = 2
+                elif phase < 2 and time.time() - last_enter > 1:
+                    os.write(master, b'\\n')
+                    last_enter = time.time()
+                if child.poll() is not None and not ready:
+                    break
+            try:
+                code = child.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                code = 99
+            sys.exit(code)
+            """;
+
+    /** The gateway's, supervisors' and runtimes' logs, for failure messages. */
+    private static String logs() throws Exception {
+        StringBuilder b = new StringBuilder();
+        try (var files = Files.walk(state)) {
+            for (Path f : files.filter(f -> f.toString().endsWith(".log")).toList()) {
+                String text = Files.readString(f);
+                b.append("\n--- ").append(state.relativize(f)).append(" ---\n")
+                        .append(text.length() > 20_000 ? text.substring(text.length() - 20_000) : text);
+            }
+        }
+        return b.toString();
+    }
+
+    private static Process cli(ProcessBuilder.Redirect stdin, String... args) throws Exception {
+        ProcessBuilder pb = new ProcessBuilder(cliCommand(args)).redirectInput(stdin);
+        pb.environment().putAll(env);
+        return pb.start();
+    }
+
+    private static List<String> cliCommand(String... args) {
+        List<String> command = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow(),
+                "-p", System.getProperty("jdk.module.path"),
+                "-m", "openshell.cli/openshell.cli.Main", "--state", state.toString()));
+        command.addAll(List.of(args));
+        return command;
+    }
+
+    private static CompletableFuture<String> drain(InputStream in) {
+        return CompletableFuture.supplyAsync(() -> {
+            try {
+                return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+            } catch (java.io.IOException e) {
+                return e.toString();
+            }
+        });
+    }
+
+    private static BlockingQueue<String> lines(InputStream in) {
+        BlockingQueue<String> lines = new LinkedBlockingQueue<>();
+        Thread.ofVirtual().start(() -> {
+            try (BufferedReader r = new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8))) {
+                String line;
+                while ((line = r.readLine()) != null) {
+                    lines.add(line);
+                }
+            } catch (java.io.IOException e) {
+                lines.add("read failed: " + e);
+            }
+        });
+        return lines;
+    }
+
+    /** The process driver's launchers, as the lifecycle test makes them (see CliSandboxTest). */
+    private static Map<String, String> launchers() throws Exception {
+        Path dir = Path.of(System.getProperty("openshell.e2e.launchers")).resolve("exec-stream");
+        Files.createDirectories(dir);
+        Map<String, String> launchers = new LinkedHashMap<>();
+        launchers.put("OPENSHELL_SUPERVISOR_LAUNCHER",
+                launcher(dir, "supervisor", "openshell.supervisor/openshell.supervisor.SupervisorMain").toString());
+        launchers.put("OPENSHELL_RUNTIME_LAUNCHER",
+                launcher(dir, "runtime", "openshell.sandbox/openshell.sandbox.SandboxMain").toString());
+        return launchers;
+    }
+
+    private static Path launcher(Path dir, String name, String main) throws Exception {
+        Path lib = dir.resolve("lib");
+        Files.createDirectories(lib);
+        List<String> entries = new ArrayList<>();
+        for (String entry : System.getProperty("jdk.module.path").split(java.io.File.pathSeparator)) {
+            Path source = Path.of(entry);
+            if (!Files.isRegularFile(source)) {
+                continue;
+            }
+            Path copy = lib.resolve(source.getFileName());
+            Files.copy(source, copy, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+            Files.setPosixFilePermissions(copy, PosixFilePermissions.fromString("rw-r--r--"));
+            entries.add(copy.toString());
+        }
+        String javaCommand = ProcessHandle.current().info().command().orElseThrow();
+        Path script = dir.resolve(name);
+        Files.writeString(script, "#!/bin/sh\nexec " + javaCommand + " --enable-native-access=com.sun.jna"
+                + " -Djna.boot.library.path=" + System.getProperty("openshell.e2e.jna")
+                + " -Djna.nounpack=true -Djna.noclasspath=true --add-modules ALL-MODULE-PATH"
+                + " -p " + String.join(java.io.File.pathSeparator, entries) + " -m " + main + " \"$@\"\n");
+        // Every sandbox uid must reach the launchers and the jars.
+        for (Path p : new Path[] {script, lib, dir, dir.getParent()}) {
+            Files.setPosixFilePermissions(p, PosixFilePermissions.fromString("rwxr-xr-x"));
+        }
+        return script;
+    }
+}
