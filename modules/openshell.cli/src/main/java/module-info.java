@@ -3,7 +3,7 @@
  * starts the gateway program as a separate process), so everything it does can be done with curl
  * too, except the streamed exec ({@code sandbox exec}, {@code sandbox connect}): one
  * bidirectional gRPC stream (HTTP/2) per exec, the gateway's {@code SandboxExec} service, with the
- * API token in its {@code authorization} header (grpcurl can drive it). Why HTTP/2 and not
+ * API token in its first frame (grpcurl can drive it). Why HTTP/2 and not
  * WebSocket: Helidon 4.1.7 has no WebSocket modules in our mirror, and the gRPC stack is already
  * proven here. Ctrl-C on a PTY is a key the remote terminal turns into SIGINT; on pipes it
  * ends the CLI and the gateway terminates the command's whole tree. Both directions are flow-controlled by credit (see {@code ExecStream}); the exit

@@ -38,7 +38,8 @@
  * <h2>Streamed exec: why a bidirectional HTTP/2 (gRPC) stream, not WebSocket</h2>
  * {@code openshell sandbox exec} and {@code sandbox connect} use {@code SandboxExec.Exec}
  * ({@code exec.proto}), one bidirectional gRPC stream per exec on the API port, authenticated
- * with the API token in the {@code authorization} header. WebSocket was the other candidate, but
+ * with the API token in its first frame (Helidon 4.1.7's gRPC server gives interceptors header
+ * names instead of values, so a header cannot be checked). WebSocket was the other candidate, but
  * Helidon's WebSocket server and client do not exist for 4.1.7 in the mirror we build from, and
  * mixing Helidon versions is not an option; the HTTP/2 gRPC stack is already here, proven by the
  * supervisor sessions, and gives one full-duplex stream with typed frames (stdin, half-close,

@@ -12,14 +12,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 import com.google.protobuf.ByteString;
-import io.grpc.CallOptions;
 import io.grpc.Channel;
-import io.grpc.ClientCall;
-import io.grpc.ClientInterceptor;
-import io.grpc.ClientInterceptors;
-import io.grpc.ForwardingClientCall;
-import io.grpc.Metadata;
-import io.grpc.MethodDescriptor;
 import io.grpc.stub.StreamObserver;
 import io.helidon.common.tls.Tls;
 import io.helidon.webclient.grpc.GrpcClient;
@@ -48,8 +41,6 @@ final class ExecStream {
     /** How long the CLI waits for the gateway to accept the stream. */
     static final long START_TIMEOUT_SECONDS = 60;
 
-    private static final Metadata.Key<String> AUTHORIZATION = Metadata.Key.of("authorization",
-            Metadata.ASCII_STRING_MARSHALLER);
     /**
      * Helidon's gRPC client logs a routine read-poll timeout as SEVERE; the CLI's stderr belongs
      * to the remote command. Held strongly, since java.util.logging keeps loggers weakly.
@@ -108,35 +99,22 @@ final class ExecStream {
     }
 
     /**
-     * Opens a gRPC channel to the gateway with the API token on every call.
+     * Opens a gRPC channel to the gateway.
      *
-     * @param url   the gateway's URL ({@code http://} means HTTP/2 without TLS, prior knowledge)
-     * @param token the API token (never printed)
+     * @param url the gateway's URL ({@code http://} means HTTP/2 without TLS, prior knowledge)
      * @return the channel
      */
-    static Channel channel(String url, String token) {
+    static Channel channel(String url) {
         boolean tls = url.startsWith("https://");
-        Channel raw = GrpcClient.builder().baseUri(url)
+        return GrpcClient.builder().baseUri(url)
                 .tls(tls ? Tls.builder().build() : Tls.builder().enabled(false).build()).build().channel();
-        ClientInterceptor bearer = new ClientInterceptor() {
-            @Override
-            public <Q, R> ClientCall<Q, R> interceptCall(MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
-                return new ForwardingClientCall.SimpleForwardingClientCall<>(next.newCall(method, options)) {
-                    @Override
-                    public void start(Listener<R> listener, Metadata headers) {
-                        headers.put(AUTHORIZATION, "Bearer " + token);
-                        super.start(listener, headers);
-                    }
-                };
-            }
-        };
-        return ClientInterceptors.intercept(raw, bearer);
     }
 
     /**
      * Starts an exec.
      *
      * @param channel  to the gateway
+     * @param token    the API token (sent in the first frame, never printed)
      * @param sandbox  name or id
      * @param argv     the command
      * @param env      extra environment
@@ -146,9 +124,9 @@ final class ExecStream {
      * @return the running stream
      * @throws CliException FAILED if the gateway refuses it
      */
-    static ExecStream start(Channel channel, String sandbox, List<String> argv, Map<String, String> env,
+    static ExecStream start(Channel channel, String token, String sandbox, List<String> argv, Map<String, String> env,
                             Optional<int[]> terminal, OutputStream stdout, OutputStream stderr) {
-        ExecStart.Builder start = ExecStart.newBuilder().setSandbox(sandbox).addAllArgv(argv).putAllEnvironment(env)
+        ExecStart.Builder start = ExecStart.newBuilder().setApiToken(token).setSandbox(sandbox).addAllArgv(argv).putAllEnvironment(env)
                 .setOutputWindow(OUTPUT_WINDOW);
         terminal.ifPresent(size -> start.setTerminal(TerminalSize.newBuilder().setColumns(size[0]).setRows(size[1])));
         ExecStream stream;

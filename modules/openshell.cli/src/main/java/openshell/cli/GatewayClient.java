@@ -47,9 +47,14 @@ final class GatewayClient {
         this.token = token;
     }
 
-    /** @return a channel for the streamed exec ({@code SandboxExec}), carrying the API token */
-    io.grpc.Channel execChannel() {
-        return ExecStream.channel(url, token);
+    /**
+     * Starts a streamed exec ({@code SandboxExec}); the API token goes in its first frame.
+     *
+     * @return the running exec
+     */
+    ExecStream exec(String sandbox, java.util.List<String> argv, java.util.Map<String, String> env,
+                    java.util.Optional<int[]> terminal, java.io.OutputStream stdout, java.io.OutputStream stderr) {
+        return ExecStream.start(ExecStream.channel(url), token, sandbox, argv, env, terminal, stdout, stderr);
     }
 
     static GatewayClient connect(Path state) {

@@ -133,7 +133,7 @@ final class SandboxCommands {
             size = Optional.of(LocalTerminal.size().orElse(DEFAULT_TERMINAL));
             env.put("TERM", Optional.ofNullable(System.getenv("TERM")).filter(t -> !t.isBlank()).orElse("xterm"));
         }
-        ExecStream stream = ExecStream.start(gateway.execChannel(), name, cmd, env, size, main.out(), main.err());
+        ExecStream stream = gateway.exec(name, cmd, env, size, main.out(), main.err());
         Optional<LocalTerminal> terminal = tty ? LocalTerminal.raw() : Optional.empty();
         try {
             // Ctrl-C: on a PTY it is a key the remote terminal turns into SIGINT; on pipes it ends

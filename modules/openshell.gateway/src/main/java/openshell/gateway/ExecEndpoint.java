@@ -5,11 +5,6 @@ import java.util.Optional;
 import java.util.concurrent.atomic.AtomicReference;
 
 import com.google.protobuf.ByteString;
-import io.grpc.Metadata;
-import io.grpc.ServerCall;
-import io.grpc.ServerCallHandler;
-import io.grpc.ServerInterceptor;
-import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
 import openshell.gateway.store.SandboxRecord;
 import openshell.protocol.exec.ExecClientFrame;
@@ -29,7 +24,9 @@ import openshell.protocol.wire.RemoteTerminalSize;
  * however slowly the caller reads, and forwards stdin at once (the caller may have at most
  * {@link SessionExec#STDIN_WINDOW} unacknowledged; more is a protocol error). The caller's output
  * window is capped at {@link #MAX_CLIENT_OUTPUT_WINDOW}. A stream that ends before the exit
- * (cancel, disconnect, or the caller's half-close) terminates the exec.
+ * (cancel, disconnect, or the caller's half-close) terminates the exec. The first frame must carry
+ * the API token: Helidon 4.1.7's gRPC server gives interceptors header names instead of values,
+ * so the token cannot be checked as a header; without it nothing runs and nothing is looked up.
  */
 final class ExecEndpoint extends SandboxExecGrpc.SandboxExecImplBase {
     /** Output window when the caller announces none. */
@@ -44,39 +41,14 @@ final class ExecEndpoint extends SandboxExecGrpc.SandboxExecImplBase {
     /** How often the relay checks that its caller is still there while no output comes. */
     static final Duration POLL = Duration.ofSeconds(1);
 
-    private static final Metadata.Key<String> AUTHORIZATION = Metadata.Key.of("authorization",
-            Metadata.ASCII_STRING_MARSHALLER);
-
     private final SandboxApi sandboxes;
     private final SessionHub sessions;
+    private final ApiToken token;
 
-    ExecEndpoint(SandboxApi sandboxes, SessionHub sessions) {
+    ExecEndpoint(SandboxApi sandboxes, SessionHub sessions, ApiToken token) {
         this.sandboxes = sandboxes;
         this.sessions = sessions;
-    }
-
-    /**
-     * Admits {@code SandboxExec} calls only with the API token (the supervisor session on the same
-     * routing authenticates by its own token, in-band, and passes untouched).
-     *
-     * @param token the gateway's API token
-     * @return the interceptor
-     */
-    static ServerInterceptor authentication(ApiToken token) {
-        return new ServerInterceptor() {
-            @Override
-            public <Q, R> ServerCall.Listener<Q> interceptCall(ServerCall<Q, R> call, Metadata headers,
-                                                                ServerCallHandler<Q, R> next) {
-                if (SandboxExecGrpc.SERVICE_NAME.equals(call.getMethodDescriptor().getServiceName())
-                        && !token.admits(headers.get(AUTHORIZATION))) {
-                    call.close(Status.UNAUTHENTICATED.withDescription("the exec stream needs the gateway's API token: "
-                            + "authorization: Bearer <token from the state directory's " + ApiToken.FILE + ">"),
-                            new Metadata());
-                    return new ServerCall.Listener<>() { };
-                }
-                return next.startCall(call, headers);
-            }
-        };
+        this.token = token;
     }
 
     @Override
@@ -126,6 +98,12 @@ final class ExecEndpoint extends SandboxExecGrpc.SandboxExecImplBase {
 
         private void start(ExecStart start) {
             SessionExec relay;
+            if (!token.admits("Bearer " + start.getApiToken())) {
+                // Nothing about the sandbox is looked up or revealed before the token checks out.
+                fail("UNAUTHENTICATED: the exec stream needs the gateway's API token (the state directory's "
+                        + ApiToken.FILE + ")");
+                return;
+            }
             try {
                 if (start.getArgvCount() == 0) {
                     throw new GatewayException(GatewayException.Reason.INVALID, "argv must not be empty");

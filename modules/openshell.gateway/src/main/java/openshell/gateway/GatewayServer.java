@@ -90,9 +90,9 @@ public final class GatewayServer implements AutoCloseable {
                         ProviderApi.routing(r, providers);
                     })
                     // The supervisor session authenticates by its own token, in its first message.
-                    // The users' streamed exec needs the API token (ExecEndpoint.authentication).
-                    .addRouting(GrpcRouting.builder().intercept(ExecEndpoint.authentication(token)).service(sessions)
-                            .service(new ExecEndpoint(sandboxes, sessions)))
+                    // The users' streamed exec checks the API token in its first frame (ExecEndpoint).
+                    .addRouting(GrpcRouting.builder().service(sessions)
+                            .service(new ExecEndpoint(sandboxes, sessions, token)))
                     .build()
                     .start();
             url.set("http://" + config.host() + ":" + server.port());
