@@ -277,13 +277,16 @@ public final class SandboxStore implements AutoCloseable {
      * @param lines the lines, each already cut to the column's 4096 characters
      * @param keep  how many lines the sandbox keeps
      */
-    public void appendLogs(SandboxId id, List<String> lines, int keep) {
+    public synchronized void appendLogs(SandboxId id, List<String> lines, int keep) {
         if (lines.isEmpty()) {
             return;
         }
         inTransaction(tx -> {
             // A late line about a deleted sandbox (its stream failing after delete) must not outlive it.
-            if (tx.get("SELECT id FROM sandboxes WHERE id = ?", id.value()).isEmpty()) {
+            // FOR UPDATE: appenders of one sandbox (the supervisor's lines, the gateway's own events,
+            // other replicas on PostgreSQL) take turns, or two would number their lines alike and
+            // trim by their own count, keeping more than `keep`.
+            if (tx.get("SELECT id FROM sandboxes WHERE id = ? FOR UPDATE", id.value()).isEmpty()) {
                 return null;
             }
             long last = tx.get("SELECT MAX(seq) FROM sandbox_logs WHERE sandbox_id = ?", id.value())

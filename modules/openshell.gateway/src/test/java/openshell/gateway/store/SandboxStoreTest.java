@@ -60,6 +60,33 @@ class SandboxStoreTest {
 
     @ParameterizedTest
     @MethodSource("openshell.gateway.store.TestDatabases#all")
+    void concurrentAppendersKeepExactlyTheBound(TestDatabases.Database db) throws Exception {
+        StoreConfig config = TestDatabases.fresh(db);
+        SandboxRecord a = record("sb-c", "gamma");
+        int keep = 20;
+        try (SandboxStore store = SandboxStore.open(config)) {
+            store.create(a);
+            // The supervisor's batches and the gateway's own events arrive on different threads.
+            java.util.List<Thread> appenders = new java.util.ArrayList<>();
+            for (int t = 0; t < 4; t++) {
+                int writer = t;
+                appenders.add(Thread.ofPlatform().start(() -> {
+                    for (int i = 0; i < 25; i++) {
+                        store.appendLogs(a.id(), List.of(writer + "." + i + ".a", writer + "." + i + ".b"), keep);
+                    }
+                }));
+            }
+            for (Thread t : appenders) {
+                t.join(60_000);
+            }
+            List<String> kept = store.logs(a.id());
+            assertEquals(keep, kept.size(), "exactly the bound is kept: " + kept);
+            assertEquals(keep, new java.util.HashSet<>(kept).size(), "no line twice");
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("openshell.gateway.store.TestDatabases#all")
     void logLinesSurviveARestartAreBoundedAndGoWithTheSandbox(TestDatabases.Database db) throws Exception {
         StoreConfig config = TestDatabases.fresh(db);
         SandboxRecord a = record("sb-a", "alpha");
