@@ -147,10 +147,6 @@ class CliSandboxTest {
     }
 
     /**
-     * The README's main job with the real process driver, the real supervisor and sandbox runtime
-     * mains, and the supervisor's session to the gateway.
-     */
-    /**
      * The gateway's exec bound on its own sandbox. Disabled, loudly: since the streamed exec
      * (gRPC) landed next to the one-shot NDJSON exec, the 64 NDJSON execs of this burst no longer
      * all stay counted until the 65th arrives (the 65th, through the CLI's streamed exec, ran and
@@ -174,6 +170,10 @@ class CliSandboxTest {
         assertEquals(0, cli("sandbox", "delete", "job").exit());
     }
 
+    /**
+     * The README's main job with the real process driver, the real supervisor and sandbox runtime
+     * mains, and the supervisor's session to the gateway.
+     */
     @Test
     void createExecPolicySetStopStartDeleteUnderTheProcessDriver() throws Exception {
         state = tmp.resolve("home");
