@@ -150,6 +150,8 @@ final class RemoteMediation implements NetworkMediationSource {
                 || code == io.grpc.Status.Code.UNAUTHENTICATED || reopens.incrementAndGet() > MAX_REOPENS) {
             LOGGER.log(System.Logger.Level.WARNING, "the runtime's " + stream + " stream ended for good ("
                     + (failure == null ? "completed" : failure) + "): the runtime's supervision-loss grace applies");
+            // As before reopening existed: mediation is no longer live.
+            open.set(false);
             return;
         }
         LOGGER.log(System.Logger.Level.WARNING, "the runtime's " + stream + " stream ended ("
