@@ -82,10 +82,10 @@ class AgentInASandboxTest {
         Path stateRoot = Files.createDirectory(root.resolve("state"));
         Path workspace = Files.createDirectory(root.resolve("workspace"));
         Files.setPosixFilePermissions(workspace, PosixFilePermissions.fromString("rwxrwxrwx"));
-        String modulePath = readableModulePath(Files.createDirectory(root.resolve("lib")));
-        Path supervisorLauncher = launcher(bin.resolve("openshell-supervisor"), modulePath,
+        String modulePath = Mains.readableModulePath(Files.createDirectory(root.resolve("lib")));
+        Path supervisorLauncher = Mains.launcher(bin.resolve("openshell-supervisor"), modulePath,
                 "openshell.supervisor/openshell.supervisor.SupervisorMain");
-        Path runtimeLauncher = launcher(bin.resolve("openshell-sandbox"), modulePath,
+        Path runtimeLauncher = Mains.launcher(bin.resolve("openshell-sandbox"), modulePath,
                 "openshell.sandbox/openshell.sandbox.SandboxMain");
         Path agent = Files.writeString(workspace.resolve("agent.sh"), agentScript(base));
         Files.setPosixFilePermissions(agent, PosixFilePermissions.fromString("rwxr-xr-x"));
@@ -185,37 +185,6 @@ class AgentInASandboxTest {
                 curl -sS -o forbidden.body -w '%%{http_code}' --max-time 60 %1$s/forbidden >forbidden.code; echo $? >forbidden.rc
                 touch done
                 """.formatted(base);
-    }
-
-    /**
-     * The mains' module path, with every jar copied where the sandbox's mapped root can read it (the
-     * local Maven repository is under root's 0700 home).
-     */
-    private static String readableModulePath(Path lib) throws IOException {
-        Files.setPosixFilePermissions(lib, PosixFilePermissions.fromString("rwxr-xr-x"));
-        List<String> entries = new ArrayList<>();
-        for (String entry : Files.readString(Path.of(System.getProperty("openshell.mains.module.path.file"))).strip()
-                .split(java.io.File.pathSeparator)) {
-            Path source = Path.of(entry);
-            if (Files.isRegularFile(source)) {
-                Path copy = lib.resolve(source.getFileName());
-                Files.copy(source, copy, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
-                Files.setPosixFilePermissions(copy, PosixFilePermissions.fromString("rw-r--r--"));
-                entries.add(copy.toString());
-            } else {
-                entries.add(entry);
-            }
-        }
-        return String.join(java.io.File.pathSeparator, entries);
-    }
-
-    private static Path launcher(Path file, String modulePath, String mainModule) throws IOException {
-        String script = "#!/bin/sh\nexec " + Path.of(System.getProperty("java.home"), "bin", "java")
-                + " --enable-native-access=com.sun.jna -Djna.boot.library.path=" + System.getProperty("openshell.mains.jna.dir")
-                + " -Djna.nounpack=true -Djna.noclasspath=true --add-modules ALL-MODULE-PATH -p " + modulePath + " -m " + mainModule + " \"$@\"\n";
-        Files.writeString(file, script);
-        Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rwxr-xr-x"));
-        return file;
     }
 
     private static InetAddress firstNonLoopbackIpv4() throws SocketException {
