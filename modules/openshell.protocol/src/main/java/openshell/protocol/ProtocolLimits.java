@@ -9,6 +9,12 @@ import java.time.Duration;
 public final class ProtocolLimits {
     /** TLS handshake plus the first authenticated call must finish within this. */
     public static final Duration HANDSHAKE_TIMEOUT = Duration.ofSeconds(5);
+    /**
+     * Longest Unix socket path (bytes): the kernel's sun_path holds 108 with its NUL, and the JDK
+     * refuses 107 and over. Checked when a transport is made, so a long run directory fails with
+     * its name instead of a bare "path too long" at bind time.
+     */
+    public static final int MAX_UNIX_SOCKET_PATH_BYTES = 106;
     /** Connections accepted but not yet authenticated; the oldest is evicted beyond it. */
     public static final int MAX_PRE_AUTH_CONNECTIONS = 32;
     /**

@@ -160,7 +160,7 @@ public final class RuntimeEndpoint implements AutoCloseable {
             try {
                 server = transport.listen();
             } catch (IOException e) {
-                throw new ProtocolException(Refusal.TRANSPORT_FAILED, "cannot listen on " + transport, e);
+                throw new ProtocolException(Refusal.TRANSPORT_FAILED, "cannot listen on " + transport + ": " + e.getMessage(), e);
             }
             Thread.ofVirtual().name(name + "-accept").start(this::acceptLoop);
         } else {

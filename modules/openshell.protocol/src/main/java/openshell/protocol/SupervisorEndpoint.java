@@ -57,7 +57,7 @@ public final class SupervisorEndpoint implements AutoCloseable {
             }
             return transport;
         } catch (IOException e) {
-            throw new ProtocolException(Refusal.TRANSPORT_FAILED, "cannot listen on " + transport, e);
+            throw new ProtocolException(Refusal.TRANSPORT_FAILED, "cannot listen on " + transport + ": " + e.getMessage(), e);
         }
     }
 

@@ -7,6 +7,7 @@ import java.net.StandardSocketOptions;
 import java.net.UnixDomainSocketAddress;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Objects;
@@ -67,6 +68,12 @@ public sealed interface Transport permits Transport.Unix, Transport.Tcp {
          */
         public Unix {
             Objects.requireNonNull(socketFile);
+            int bytes = socketFile.toString().getBytes(StandardCharsets.UTF_8).length;
+            if (bytes > ProtocolLimits.MAX_UNIX_SOCKET_PATH_BYTES) {
+                throw new ProtocolException(Refusal.INVALID_ARGUMENT, "Unix socket path is " + bytes
+                        + " bytes, over the " + ProtocolLimits.MAX_UNIX_SOCKET_PATH_BYTES
+                        + " a socket address can hold (choose a shorter run directory): " + socketFile);
+            }
         }
 
         @Override

@@ -3,7 +3,10 @@ package openshell.protocol;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
+import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -11,6 +14,7 @@ import java.util.List;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -118,5 +122,22 @@ class BoundsTest {
     private static ServedLink stub() {
         // Census bookkeeping only: a link object that never serves.
         return new ServedLink(null, null);
+    }
+
+    @Test
+    void aUnixSocketPathAtTheBoundListensAndOneByteMoreIsRefusedByName(@TempDir Path directory) throws IOException {
+        String prefix = directory.toString() + "/";
+        Path atBound = Path.of(prefix + "a".repeat(ProtocolLimits.MAX_UNIX_SOCKET_PATH_BYTES - prefix.length()));
+        try (ServerSocketChannel server = Transport.unix(atBound).listen();
+                SocketChannel client = Transport.unix(atBound).dial()) {
+            assertTrue(client.isConnected() && server.isOpen());
+        }
+        Path over = Path.of(atBound + "b");
+        ProtocolException refused = assertThrows(ProtocolException.class, () -> Transport.unix(over));
+        assertEquals(Refusal.INVALID_ARGUMENT, refused.refusal());
+        assertTrue(refused.getMessage().contains((ProtocolLimits.MAX_UNIX_SOCKET_PATH_BYTES + 1) + " bytes"),
+                refused.getMessage());
+        assertTrue(refused.getMessage().contains(over.toString()), refused.getMessage());
+        assertFalse(Files.exists(over), "nothing was created");
     }
 }

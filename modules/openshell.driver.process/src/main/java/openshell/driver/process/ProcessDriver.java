@@ -2,6 +2,7 @@ package openshell.driver.process;
 
 import java.io.IOException;
 import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -48,6 +49,12 @@ final class ProcessDriver implements ComputeDriver {
     /** How long stop and delete wait for the supervisor to exit after SIGKILL. */
     static final Duration SUPERVISOR_KILL_TIMEOUT = Duration.ofSeconds(10);
     private static final Set<String> OPTIONS = Set.of("workspace");
+    /**
+     * Longest supervisor socket path (bytes): the JDK binds at most 106 (sun_path's 108 less its
+     * NUL, less one), the same bound the Sandbox Protocol checks. Refused before anything is made.
+     */
+    static final int MAX_SOCKET_PATH_BYTES = 106;
+    static final String SOCKET_NAME = "supervisor.sock";
     private static final Map<String, String> ENV = Map.of("PATH", "/usr/local/bin:/usr/bin:/bin", "LANG", "C.UTF-8");
 
     private final DriverEnvironment environment;
@@ -145,7 +152,7 @@ final class ProcessDriver implements ComputeDriver {
         chown(run, ids.first());
         Path supervisorLauncher = launcher(environment, "supervisor.launcher");
         Path runtimeLauncher = launcher(environment, "runtime.launcher");
-        Path channel = run.resolve("supervisor.sock");
+        Path channel = socket(id);
         List<String> common = List.of("--sandbox", id.value(), "--generation", Long.toString(plan.runtimeGeneration()),
                 "--channel", channel.toString(), "--bundle-stdin");
 
@@ -205,6 +212,13 @@ final class ProcessDriver implements ComputeDriver {
     }
 
     private void checkOptions(LaunchPlan plan) {
+        Path socket = socket(plan.context().sandboxId());
+        int bytes = socket.toString().getBytes(StandardCharsets.UTF_8).length;
+        if (bytes > MAX_SOCKET_PATH_BYTES) {
+            throw new DriverException(Kind.INVALID, "run.root " + runRoot + " is too long: the supervisor socket "
+                    + socket + " would be " + bytes + " bytes, over the " + MAX_SOCKET_PATH_BYTES
+                    + " a Unix socket address holds");
+        }
         for (String option : plan.options().keySet()) {
             if (!OPTIONS.contains(option)) {
                 throw new DriverException(Kind.INVALID, "the process driver has no option '" + option + "'; options: "
@@ -215,6 +229,10 @@ final class ProcessDriver implements ComputeDriver {
         if (workspace != null && (!Path.of(workspace).isAbsolute() || !Files.isDirectory(Path.of(workspace)))) {
             throw new DriverException(Kind.INVALID, "workspace must be an existing absolute directory: " + workspace);
         }
+    }
+
+    private Path socket(SandboxId id) {
+        return runRoot.resolve(id.value()).resolve(SOCKET_NAME);
     }
 
     private Path stateDir(SandboxId id) {

@@ -189,6 +189,33 @@ class ProcessDriverTest {
     }
 
     @Test
+    void aRunRootTooLongForTheSocketIsRefusedByNameBeforeAnythingIsMade() throws IOException {
+        // run.root + "/" + id + "/supervisor.sock": one byte over the bound with this id, exactly at it with one shorter.
+        String base = tmp.toString() + "/r";
+        int idLength = ProcessDriver.MAX_SOCKET_PATH_BYTES + 1 - base.length() - ("/" + ProcessDriver.SOCKET_NAME).length() - 1;
+        assertTrue(idLength > 1 && idLength <= SandboxId.MAX_LENGTH, "the temporary directory leaves room: " + tmp);
+        Path longRoot = Files.createDirectories(Path.of(base));
+        ProcessDriver driver = new ProcessDriver(new DriverEnvironment(stateRoot, Map.of(
+                "supervisor.launcher", tmp.resolve("bin/supervisor").toString(),
+                "runtime.launcher", tmp.resolve("bin/runtime").toString(), "run.root", longRoot.toString())));
+        String over = "o".repeat(idLength);
+        DriverException e = assertThrows(DriverException.class, () -> driver.create(plan(over, Map.of())));
+        assertEquals(DriverException.Kind.INVALID, e.kind());
+        assertTrue(e.getMessage().contains("run.root " + longRoot) && e.getMessage().contains(
+                (ProcessDriver.MAX_SOCKET_PATH_BYTES + 1) + " bytes"), e.getMessage());
+        assertFalse(Files.exists(longRoot.resolve(over)), "no run directory");
+        assertFalse(Files.exists(stateRoot.resolve("process/sandboxes/" + over)), "no state");
+        // One byte shorter, at the bound: the sandbox is made, and its socket path is exactly that long.
+        String at = "o".repeat(idLength - 1);
+        Provisioned p = driver.create(plan(at, Map.of()));
+        String descriptor = new String(p.descriptor().payload(), StandardCharsets.ISO_8859_1);
+        assertTrue(descriptor.contains("channel=" + longRoot.resolve(at).resolve(ProcessDriver.SOCKET_NAME)), descriptor);
+        assertEquals(ProcessDriver.MAX_SOCKET_PATH_BYTES,
+                longRoot.resolve(at).resolve(ProcessDriver.SOCKET_NAME).toString().length());
+        driver.delete(new SandboxId(at), p.state());
+    }
+
+    @Test
     void aFailedCreateUndoesWhatItDid() throws IOException {
         Path blocked = Files.writeString(tmp.resolve("not-a-directory"), "");
         ProcessDriver broken = new ProcessDriver(new DriverEnvironment(stateRoot, Map.of(

@@ -64,7 +64,8 @@ class ImagePairTest {
         Files.createDirectories(work);
         Path root = Files.createTempDirectory(work, "pair");
         Files.setPosixFilePermissions(root, PosixFilePermissions.fromString("rwx--x--x"));
-        Path runRoot = Files.createDirectory(root.resolve("run"));
+        // Short, whatever the checkout path: the supervisor socket under it must fit sun_path.
+        Path runRoot = Files.createTempDirectory(Path.of("/tmp"), "ospair");
         Files.setPosixFilePermissions(runRoot, PosixFilePermissions.fromString("rwx--x--x"));
         Path stateRoot = Files.createDirectory(root.resolve("state"));
         Path workspace = Files.createDirectory(root.resolve("workspace"));
@@ -128,6 +129,7 @@ class ImagePairTest {
             driver.delete(id, provisioned.state());
         }
         assertFalse(Files.exists(runRoot.resolve(id.value())), "the run directory is gone");
+        Files.delete(runRoot);
         assertTrue(agent(marker).isEmpty());
     }
 

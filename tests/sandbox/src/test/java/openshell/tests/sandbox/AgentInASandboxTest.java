@@ -77,7 +77,8 @@ class AgentInASandboxTest {
         Files.setPosixFilePermissions(root, PosixFilePermissions.fromString("rwx--x--x"));
         Path bin = Files.createDirectory(root.resolve("bin"));
         Files.setPosixFilePermissions(bin, PosixFilePermissions.fromString("rwxr-xr-x"));
-        Path runRoot = Files.createDirectory(root.resolve("run"));
+        // Short, whatever the checkout path: the supervisor socket under it must fit sun_path.
+        Path runRoot = Files.createTempDirectory(Path.of("/tmp"), "osagent");
         Files.setPosixFilePermissions(runRoot, PosixFilePermissions.fromString("rwx--x--x"));
         Path stateRoot = Files.createDirectory(root.resolve("state"));
         Path workspace = Files.createDirectory(root.resolve("workspace"));
@@ -163,6 +164,7 @@ class AgentInASandboxTest {
             upstream.stop(0);
         }
         assertFalse(Files.exists(runRoot.resolve(id.value())), "the run directory is gone");
+        Files.delete(runRoot);
     }
 
     /** The agent: four requests, each outcome written to the workspace for the test to read. */

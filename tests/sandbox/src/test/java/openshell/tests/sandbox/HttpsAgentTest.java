@@ -89,7 +89,8 @@ class HttpsAgentTest {
 
         Path bin = Files.createDirectory(root.resolve("bin"));
         Files.setPosixFilePermissions(bin, PosixFilePermissions.fromString("rwxr-xr-x"));
-        Path runRoot = Files.createDirectory(root.resolve("run"));
+        // Short, whatever the checkout path: the supervisor socket under it must fit sun_path.
+        Path runRoot = Files.createTempDirectory(Path.of("/tmp"), "oshttps");
         Files.setPosixFilePermissions(runRoot, PosixFilePermissions.fromString("rwx--x--x"));
         Path stateRoot = Files.createDirectory(root.resolve("state"));
         Path workspace = Files.createDirectory(root.resolve("workspace"));
@@ -186,6 +187,7 @@ class HttpsAgentTest {
         }
         String hostBundleAfter = Files.isRegularFile(hostBundle) ? Files.readString(hostBundle, StandardCharsets.ISO_8859_1) : "";
         assertEquals(hostBundleBefore, hostBundleAfter, "the host's trust store is untouched");
+        Files.delete(runRoot);
     }
 
     private static String agentScript(int port) {
