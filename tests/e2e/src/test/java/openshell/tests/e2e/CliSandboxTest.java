@@ -16,6 +16,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.AfterEach;
@@ -82,32 +83,58 @@ class CliSandboxTest {
 
     /**
      * {@code SessionHub.MAX_EXECS_PER_SESSION} (64) execs in flight at once through the API, then
-     * one more through the CLI: refused with a clear error while the 64 still run.
+     * one more through the CLI: refused with a clear error while the 64 still run. Each of the 64
+     * leaves a marker in the workspace once it really runs in the sandbox, and none of their
+     * streams may have ended when the 65th is tried.
      */
-    private void execsBeyondTheGatewaysBoundAreRefused() throws Exception {
+    private void execsBeyondTheGatewaysBoundAreRefused(Path workspace) throws Exception {
         int bound = 64;
         String url = GatewayUnderTest.parse(Files.readString(state.resolve("gateway.json"))).getString("url");
         String token = Files.readString(state.resolve("api-token")).strip();
         HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
                 .connectTimeout(Duration.ofSeconds(30)).build();
-        List<CompletableFuture<HttpResponse<java.util.stream.Stream<String>>>> running = new ArrayList<>();
+        List<List<String>> said = new ArrayList<>();
+        List<CompletableFuture<Void>> running = new ArrayList<>();
         try {
             for (int i = 0; i < bound; i++) {
+                List<String> lines = new CopyOnWriteArrayList<>();
+                said.add(lines);
+                String argv = "[\"/bin/sh\",\"-c\",\"touch " + workspace + "/running." + i + " && exec /bin/sleep 300\"]";
                 running.add(http.sendAsync(HttpRequest.newBuilder(URI.create(url + "/v1/sandboxes/job/exec"))
-                        .header("Authorization", "Bearer " + token).timeout(Duration.ofSeconds(180))
-                        .POST(HttpRequest.BodyPublishers.ofString("{\"argv\":[\"/bin/sleep\",\"300\"]}")).build(),
-                        HttpResponse.BodyHandlers.ofLines()));
+                        .header("Authorization", "Bearer " + token).timeout(Duration.ofSeconds(300))
+                        .POST(HttpRequest.BodyPublishers.ofString("{\"argv\":" + argv + "}")).build(),
+                        HttpResponse.BodyHandlers.ofLines())
+                        .thenAccept(r -> {
+                            lines.add("status " + r.statusCode());
+                            r.body().filter(l -> !l.equals("{}")).forEach(lines::add);
+                        }));
             }
-            // Each stream's headers come with its first line (output or the heartbeat): it is in flight then.
-            for (CompletableFuture<HttpResponse<java.util.stream.Stream<String>>> r : running) {
-                assertEquals(200, r.get(180, TimeUnit.SECONDS).statusCode());
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(240);
+            // A stream's headers come with its first line: output or the heartbeat (SandboxApi.EXEC_HEARTBEAT).
+            while ((markers(workspace) < bound || said.stream().anyMatch(List::isEmpty)) && System.nanoTime() < deadline) {
+                Thread.sleep(200);
+            }
+            assertEquals(bound, markers(workspace), "execs running in the sandbox; their streams said " + said
+                    + gatewayLog());
+            for (List<String> lines : said) {
+                assertEquals(List.of("status 200"), lines, "every one of the " + bound + " still runs: " + said);
             }
             Cli.Result refused = cli("sandbox", "exec", "job", "--", "/bin/true");
-            assertEquals(1, refused.exit(), refused.out() + refused.err());
+            assertEquals(1, refused.exit(), refused.out() + refused.err() + "\nthe " + bound + " said " + said
+                    + gatewayLog());
             assertTrue(refused.err().contains("already runs " + bound + " execs; wait for one to end"), refused.err());
+            for (List<String> lines : said) {
+                assertEquals(List.of("status 200"), lines, "the refusal ended none of the " + bound + ": " + said);
+            }
         } finally {
             running.forEach(r -> r.cancel(true));
             http.shutdownNow();
+        }
+    }
+
+    private static long markers(Path workspace) throws java.io.IOException {
+        try (var files = Files.list(workspace)) {
+            return files.filter(f -> f.getFileName().toString().startsWith("running.")).count();
         }
     }
 
@@ -146,16 +173,8 @@ class CliSandboxTest {
         assertTrue(usage.err().contains("give the AGENT after --"), usage.err());
     }
 
-    /**
-     * The gateway's exec bound on its own sandbox. Disabled, loudly: since the streamed exec
-     * (gRPC) landed next to the one-shot NDJSON exec, the 64 NDJSON execs of this burst no longer
-     * all stay counted until the 65th arrives (the 65th, through the CLI's streamed exec, ran and
-     * exited 0 in CI). The bound itself is checked in SessionHub.exec for both paths; what breaks
-     * is that the session does not keep 64 concurrent execs alive. Issue 7 stays open for it.
-     */
+    /** The gateway's exec bound on its own sandbox, with the 64 shown to run in it. */
     @Test
-    @org.junit.jupiter.api.Disabled("issue 7, open: 64 concurrent execs do not all survive on one supervisor session "
-            + "since the streamed exec landed; the 65th ran instead of being refused")
     void execsBeyondTheBoundAreRefusedWhileTheBoundRuns() throws Exception {
         state = tmp.resolve("home");
         assertEquals(0, cli("gateway", "start", "--background", "--port", "0").exit());
@@ -166,7 +185,7 @@ class CliSandboxTest {
         Cli.Result created = cli("--output", "json", "sandbox", "create", "--policy", policy.toString(),
                 "--name", "job", "--workspace", workspace.toString(), "--", "/bin/sleep", "600");
         assertEquals(0, created.exit(), created.out() + created.err() + gatewayLog());
-        execsBeyondTheGatewaysBoundAreRefused();
+        execsBeyondTheGatewaysBoundAreRefused(workspace);
         assertEquals(0, cli("sandbox", "delete", "job").exit());
     }
 
