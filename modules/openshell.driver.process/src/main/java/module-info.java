@@ -18,7 +18,9 @@
  * with the gateway: after a gateway restart, stop and delete reach the same processes. Delete kills the
  * supervisor (if it still runs), the holder (and with it the whole pid namespace) and the sandbox's
  * cgroup, then removes its run directory and socket, its state, its fresh workspace and its id-range
- * slot, whether or not the supervisor is alive.
+ * slot, whether or not the supervisor is alive. Slots are one directory per host ({@code id.slots},
+ * default {@code /var/lib/openshell/id-slots}), not per gateway state: two gateways on one host with
+ * different homes must never hand two sandboxes one uid range.
  *
  * <h2>What each program receives</h2>
  * Both launchers get {@code --sandbox ID --generation N --channel SOCKET --bundle-stdin}; the
@@ -37,6 +39,7 @@
  * <tr><td>{@code IdRange.SIZE}</td><td>65,536 ids</td><td>per sandbox</td></tr>
  * <tr><td>{@code IdRange.MAX_SLOTS}</td><td>50,277 sandboxes per host</td><td>UNAVAILABLE</td></tr>
  * <tr><td>{@code ProcessDriver.SUPERVISOR_KILL_TIMEOUT}</td><td>10 s</td><td>FAILED, reported</td></tr>
+ * <tr><td>{@code ProcessDriver.MAX_SOCKET_PATH_BYTES}</td><td>106 bytes</td><td>create refused (INVALID), nothing made</td></tr>
  * </table>
  */
 module openshell.driver.process {

@@ -55,6 +55,11 @@ final class ProcessDriver implements ComputeDriver {
      */
     static final int MAX_SOCKET_PATH_BYTES = 106;
     static final String SOCKET_NAME = "supervisor.sock";
+    /**
+     * Where the host's uid-range slots are kept: one directory per host, whatever gateway state
+     * root, so two gateways never hand out one range (setting {@code id.slots}).
+     */
+    static final String DEFAULT_SLOTS = "/var/lib/openshell/id-slots";
     private static final Map<String, String> ENV = Map.of("PATH", "/usr/local/bin:/usr/bin:/bin", "LANG", "C.UTF-8");
 
     private final DriverEnvironment environment;
@@ -69,11 +74,12 @@ final class ProcessDriver implements ComputeDriver {
         this.runRoot = Path.of(environment.settings().getOrDefault("run.root", "/run/openshell"));
         this.workspaceRoot = Path.of(environment.settings().getOrDefault("workspace.root", "/var/tmp/openshell-workspaces"));
         this.stateRoot = environment.stateRoot().resolve(NAME);
-        this.slots = new SlotAllocator(stateRoot.resolve("slots"));
-        if (!runRoot.isAbsolute() || !workspaceRoot.isAbsolute()) {
-            throw new DriverException(Kind.INVALID, "run.root and workspace.root must be absolute: " + runRoot + ", "
-                    + workspaceRoot);
+        Path slotDirectory = Path.of(environment.settings().getOrDefault("id.slots", DEFAULT_SLOTS));
+        if (!runRoot.isAbsolute() || !workspaceRoot.isAbsolute() || !slotDirectory.isAbsolute()) {
+            throw new DriverException(Kind.INVALID, "run.root, workspace.root and id.slots must be absolute: " + runRoot
+                    + ", " + workspaceRoot + ", " + slotDirectory);
         }
+        this.slots = new SlotAllocator(slotDirectory, stateRoot);
     }
 
     @Override

@@ -11,14 +11,27 @@ import openshell.driver.DriverException.Kind;
 import openshell.isolation.SandboxId;
 
 /**
- * Hands out id-range slots: slot {@code n} is taken when the file {@code slots/n} exists, created
- * atomically, so two gateways sharing a state root can never give two sandboxes one range.
+ * Hands out id-range slots: slot {@code n} is taken when the file {@code n} exists in the slot
+ * directory, created atomically. The directory is one per host (not per gateway state): two
+ * gateways on one host, with different state roots, must never give two sandboxes one uid range,
+ * or the workload of one could read the other's files and signal its processes. A slot file names
+ * its owner as the gateway's state root and the sandbox id, so one gateway never frees another's.
  */
 final class SlotAllocator {
     private final Path slots;
+    private final Path stateRoot;
 
-    SlotAllocator(Path slots) {
+    /**
+     * @param slots     the host's slot directory
+     * @param stateRoot the owning driver's state root (part of each slot's owner)
+     */
+    SlotAllocator(Path slots, Path stateRoot) {
         this.slots = slots;
+        this.stateRoot = stateRoot.toAbsolutePath().normalize();
+    }
+
+    private String owner(SandboxId id) {
+        return stateRoot + "\n" + id.value() + "\n";
     }
 
     int take(SandboxId owner) {
@@ -26,7 +39,7 @@ final class SlotAllocator {
             Files.createDirectories(slots);
             for (int slot = 0; slot < IdRange.MAX_SLOTS; slot++) {
                 try {
-                    Files.writeString(Files.createFile(slots.resolve(Integer.toString(slot))), owner.value(),
+                    Files.writeString(Files.createFile(slots.resolve(Integer.toString(slot))), owner(owner),
                             StandardCharsets.UTF_8);
                     return slot;
                 } catch (FileAlreadyExistsException taken) {
@@ -42,7 +55,7 @@ final class SlotAllocator {
     void release(int slot, SandboxId owner) {
         Path file = slots.resolve(Integer.toString(slot));
         try {
-            if (Files.exists(file) && Files.readString(file, StandardCharsets.UTF_8).equals(owner.value())) {
+            if (Files.exists(file) && Files.readString(file, StandardCharsets.UTF_8).equals(owner(owner))) {
                 Files.delete(file);
             }
         } catch (IOException e) {

@@ -50,6 +50,7 @@ class ProcessDriverTest {
     private Path runRoot;
     private Path stateRoot;
     private Path workspaceRoot;
+    private Path slots;
     private ProcessDriver driver;
     private final List<Runnable> cleanups = new java.util.ArrayList<>();
 
@@ -70,9 +71,10 @@ class ProcessDriverTest {
         Files.setPosixFilePermissions(runRoot, PosixFilePermissions.fromString("rwx--x--x"));
         stateRoot = Files.createDirectory(tmp.resolve("state"));
         workspaceRoot = tmp.resolve("workspaces");
+        slots = tmp.resolve("id-slots");
         driver = new ProcessDriver(new DriverEnvironment(stateRoot, Map.of("supervisor.launcher", supervisor.toString(),
                 "runtime.launcher", runtime.toString(), "run.root", runRoot.toString(),
-                "workspace.root", workspaceRoot.toString())));
+                "workspace.root", workspaceRoot.toString(), "id.slots", slots.toString())));
     }
 
     @AfterEach
@@ -161,7 +163,7 @@ class ProcessDriverTest {
         assertFalse(Files.exists(runRoot.resolve("alpha")));
         assertFalse(Files.exists(stateRoot.resolve("process/sandboxes/alpha")));
         assertFalse(Files.exists(workspaceRoot.resolve("alpha")), "the driver's fresh workspace goes with the sandbox");
-        assertFalse(Files.exists(stateRoot.resolve("process/slots/0")), "the id range is free again");
+        assertFalse(Files.exists(slots.resolve("0")), "the id range is free again");
         driver.delete(id, p.state());
     }
 
@@ -185,7 +187,7 @@ class ProcessDriverTest {
                 () -> driver.create(plan("x", Map.of("network", "host")))).kind());
         assertEquals(DriverException.Kind.INVALID, assertThrows(DriverException.class,
                 () -> driver.create(plan("x", Map.of("workspace", "relative/dir")))).kind());
-        assertFalse(Files.exists(stateRoot.resolve("process/slots/0")));
+        assertFalse(Files.exists(slots.resolve("0")));
     }
 
     @Test
@@ -197,7 +199,8 @@ class ProcessDriverTest {
         Path longRoot = Files.createDirectories(Path.of(base));
         ProcessDriver driver = new ProcessDriver(new DriverEnvironment(stateRoot, Map.of(
                 "supervisor.launcher", tmp.resolve("bin/supervisor").toString(),
-                "runtime.launcher", tmp.resolve("bin/runtime").toString(), "run.root", longRoot.toString())));
+                "runtime.launcher", tmp.resolve("bin/runtime").toString(), "run.root", longRoot.toString(),
+                "id.slots", slots.toString())));
         String over = "o".repeat(idLength);
         DriverException e = assertThrows(DriverException.class, () -> driver.create(plan(over, Map.of())));
         assertEquals(DriverException.Kind.INVALID, e.kind());
@@ -216,15 +219,45 @@ class ProcessDriverTest {
     }
 
     @Test
+    void twoGatewaysOnOneHostNeverShareAnIdRangeNorFreeEachOthers() throws IOException {
+        // A second gateway: its own state root (another OPENSHELL_HOME), the same host, the same sandbox name.
+        Path otherState = Files.createDirectory(tmp.resolve("other-state"));
+        Provisioned mine = create("twin");
+        // The run directory is per sandbox name on a shared run root: the second one needs its own.
+        Path otherRun = Files.createDirectory(tmp.resolve("other-run"));
+        Files.setPosixFilePermissions(otherRun, PosixFilePermissions.fromString("rwx--x--x"));
+        ProcessDriver otherOnItsRun = new ProcessDriver(new DriverEnvironment(otherState, Map.of(
+                "supervisor.launcher", tmp.resolve("bin/supervisor").toString(),
+                "runtime.launcher", tmp.resolve("bin/runtime").toString(), "run.root", otherRun.toString(),
+                "workspace.root", tmp.resolve("other-workspaces").toString(), "id.slots", slots.toString())));
+        Provisioned theirs = otherOnItsRun.create(plan("twin", Map.of()));
+        try {
+            int mySlot = ProcessTopology.fromState(mine.state()).slot();
+            int theirSlot = ProcessTopology.fromState(theirs.state()).slot();
+            assertTrue(mySlot != theirSlot, "one host, two gateways: slots " + mySlot + " and " + theirSlot);
+            // The other gateway deleting its "twin" frees its slot only.
+            otherOnItsRun.delete(new SandboxId("twin"), theirs.state());
+            assertTrue(Files.exists(slots.resolve(Integer.toString(mySlot))), "my slot is still mine");
+            assertFalse(Files.exists(slots.resolve(Integer.toString(theirSlot))), "theirs is free");
+            // Releasing my slot in the other gateway's name (same sandbox name) changes nothing.
+            new SlotAllocator(slots, otherState.resolve(ProcessDriver.NAME)).release(mySlot, new SandboxId("twin"));
+            assertTrue(Files.exists(slots.resolve(Integer.toString(mySlot))), "not freed by another gateway");
+        } finally {
+            otherOnItsRun.delete(new SandboxId("twin"), theirs.state());
+        }
+    }
+
+    @Test
     void aFailedCreateUndoesWhatItDid() throws IOException {
         Path blocked = Files.writeString(tmp.resolve("not-a-directory"), "");
         ProcessDriver broken = new ProcessDriver(new DriverEnvironment(stateRoot, Map.of(
                 "supervisor.launcher", tmp.resolve("bin/supervisor").toString(),
-                "runtime.launcher", tmp.resolve("bin/runtime").toString(), "run.root", blocked.toString())));
+                "runtime.launcher", tmp.resolve("bin/runtime").toString(), "run.root", blocked.toString(),
+                "id.slots", slots.toString())));
         assertEquals(DriverException.Kind.FAILED, assertThrows(DriverException.class,
                 () -> broken.create(plan("x", Map.of()))).kind());
-        try (Stream<Path> slots = Files.list(stateRoot.resolve("process/slots"))) {
-            assertEquals(0, slots.count(), "the slot was released");
+        try (Stream<Path> taken = Files.list(slots)) {
+            assertEquals(0, taken.count(), "the slot was released");
         }
         assertFalse(Files.exists(stateRoot.resolve("process/sandboxes/x")));
     }
@@ -233,7 +266,7 @@ class ProcessDriverTest {
     void missingLaunchersAreReportedByNameAndCleanupStillWorks() throws IOException {
         Provisioned p = create("kept");
         ProcessDriver unconfigured = new ProcessDriver(new DriverEnvironment(stateRoot,
-                Map.of("runtime.launcher", "/nonexistent", "run.root", runRoot.toString())));
+                Map.of("runtime.launcher", "/nonexistent", "run.root", runRoot.toString(), "id.slots", slots.toString())));
         DriverException e = assertThrows(DriverException.class, () -> unconfigured.create(plan("other", Map.of())));
         assertEquals(DriverException.Kind.UNAVAILABLE, e.kind());
         assertTrue(e.getMessage().contains("supervisor.launcher"), e.getMessage());

@@ -246,6 +246,7 @@ class CliSandboxTest {
         assertEquals(0, cli("sandbox", "exec", "job", "--", "/bin/true").exit());
 
         Leftovers leftovers = Leftovers.of(GatewayUnderTest.parse(created.out()).getString("id"), state);
+        assertEquals(1, leftovers.slots().size(), "the running sandbox holds one id range in the host's slots");
         assertEquals(0, cli("sandbox", "delete", "job").exit());
         assertEquals(List.of(), leftovers.remaining(), "delete left nothing behind");
         assertEquals("{\"sandboxes\":[]}", cli("--output", "json", "sandbox", "list").out().strip());

@@ -102,19 +102,31 @@ final class Leftovers {
         } catch (IOException e) {
             left.add("cannot read /proc/self/mountinfo: " + e);
         }
-        Path slots = state.resolve("drivers/process/slots");
-        if (Files.isDirectory(slots)) {
-            try (Stream<Path> files = Files.list(slots)) {
-                for (Path f : files.toList()) {
-                    if (Files.readString(f, StandardCharsets.UTF_8).contains(id)) {
-                        left.add("id-range slot " + f);
-                    }
-                }
-            } catch (IOException e) {
-                left.add("cannot list " + slots + ": " + e);
-            }
-        }
+        slots().forEach(f -> left.add("id-range slot " + f));
         return left;
+    }
+
+    /**
+     * @return this sandbox's id-range slot files in the host's slot directory (one per host,
+     *         whatever the gateway's home; each names its owner as driver state root and sandbox id)
+     */
+    List<Path> slots() {
+        Path slots = Path.of("/var/lib/openshell/id-slots");
+        String owner = state.resolve("drivers/process").toAbsolutePath().normalize() + "\n" + id + "\n";
+        if (!Files.isDirectory(slots)) {
+            return List.of();
+        }
+        try (Stream<Path> files = Files.list(slots)) {
+            List<Path> mine = new ArrayList<>();
+            for (Path f : files.toList()) {
+                if (Files.isRegularFile(f) && Files.readString(f, StandardCharsets.UTF_8).equals(owner)) {
+                    mine.add(f);
+                }
+            }
+            return mine;
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException("cannot list " + slots, e);
+        }
     }
 
     /** @return the sandbox's cgroup v2 directory, where the process driver makes it */
