@@ -12,7 +12,9 @@
  * {@code LaunchBundles} (TLS material and the token pair) over its persisted signing key
  * ({@code TokenIssuer.of}), refreshes tokens, and serves the supervisor session
  * ({@code session.proto}: one outbound stream per supervisor, whose stubs both ends need,
- * which is why it lives here). {@code exec.proto} (package {@code openshell.protocol.exec}) is
+ * which is why it lives here; the supervisor dials it with {@code GatewayConnection}, whose calls
+ * are this module's reassembling calls, because Helidon 4.1.7's gRPC client fails on any message
+ * split across HTTP/2 frames). {@code exec.proto} (package {@code openshell.protocol.exec}) is
  * the users' streamed exec, one bidirectional gRPC stream per exec, exported only to
  * {@code openshell.gateway} (serves it) and {@code openshell.cli} (calls it). The friends are compiled after this
  * module, so javac cannot see them here: hence {@code @SuppressWarnings("module")}.

@@ -102,9 +102,6 @@ module openshell.supervisor {
     requires openshell.protocol;
     requires io.grpc;
     requires io.grpc.stub;
-    // The gateway session's client (GatewaySession): HTTP/2 gRPC to the gateway.
-    requires io.helidon.webclient.grpc;
-    requires io.helidon.common.tls;
     requires com.google.protobuf;
 
     exports openshell.supervisor.spi;

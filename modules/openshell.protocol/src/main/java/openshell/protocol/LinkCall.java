@@ -7,6 +7,7 @@ import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Base64;
+import java.util.Optional;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -58,7 +59,7 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
         }
     };
 
-    private final SupervisorLink link;
+    private final CallHost link;
     private final MethodDescriptor<Q, R> method;
     private final Semaphore demand = new Semaphore(0);
     private final AtomicBoolean finished = new AtomicBoolean();
@@ -73,7 +74,7 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
     private final CallOptions options;
     private final CallbackQueue callbacks;
 
-    LinkCall(SupervisorLink link, MethodDescriptor<Q, R> method, CallOptions options) {
+    LinkCall(CallHost link, MethodDescriptor<Q, R> method, CallOptions options) {
         this.link = link;
         this.method = method;
         this.options = options;
@@ -100,9 +101,9 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
                     new Metadata());
             return;
         }
-        String token;
+        Optional<String> token;
         try {
-            token = link.tokens().current().sandboxToken();
+            token = link.bearer();
         } catch (ProtocolException e) {
             finish(Status.UNAUTHENTICATED.withDescription(e.getMessage()), new Metadata());
             return;
@@ -110,7 +111,7 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
         WritableHeaders<?> headers = WritableHeaders.create();
         headers.add(HeaderNames.CONTENT_TYPE, "application/grpc");
         headers.add(HeaderNames.create("te"), "trailers");
-        headers.add(HeaderNames.create("authorization"), "Bearer " + token);
+        token.ifPresent(t -> headers.add(HeaderNames.create("authorization"), "Bearer " + t));
         for (String key : metadata.keys()) {
             if (key.endsWith(Metadata.BINARY_HEADER_SUFFIX)) {
                 byte[] value = metadata.get(Metadata.Key.of(key, Metadata.BINARY_BYTE_MARSHALLER));
@@ -122,11 +123,11 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
         Http2Headers http2 = Http2Headers.create(headers)
                 .method(Method.POST)
                 .path("/" + method.getFullMethodName())
-                .scheme("https")
-                .authority(link.serverName());
+                .scheme(link.scheme())
+                .authority(link.authority());
         if (!link.takeStream()) {
-            finish(Status.RESOURCE_EXHAUSTED.withDescription("the link has " + ProtocolLimits.MAX_CONCURRENT_STREAMS
-                    + " calls and streams open"), new Metadata());
+            finish(Status.RESOURCE_EXHAUSTED.withDescription("the connection has as many calls and streams open as it"
+                    + " allows (" + ProtocolLimits.MAX_CONCURRENT_STREAMS + " on a Sandbox Protocol link)"), new Metadata());
             return;
         }
         holdsStream.set(true);
@@ -501,7 +502,7 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
 
     /** Helidon's client stream, opened by {@link #writeHeaders}; the subclass only reaches its constructor. */
     static final class CallStream extends Http2ClientStream {
-        CallStream(SupervisorLink link) {
+        CallStream(CallHost link) {
             super(link.connection(), Http2Settings.create(), link.helidonSocket(), STREAM_CONFIG,
                     link.http2Client().prototype(), link.connection().streamIdSequence());
         }

@@ -6,12 +6,12 @@ import io.grpc.ClientCall;
 import io.grpc.MethodDescriptor;
 
 /**
- * A grpc-java channel whose calls are streams of the link's one HTTP/2 connection.
+ * A grpc-java channel whose calls are streams of one HTTP/2 connection (a link, or the gateway's).
  */
 final class LinkChannel extends Channel {
-    private final SupervisorLink link;
+    private final CallHost link;
 
-    LinkChannel(SupervisorLink link) {
+    LinkChannel(CallHost link) {
         this.link = link;
     }
 
@@ -22,6 +22,6 @@ final class LinkChannel extends Channel {
 
     @Override
     public String authority() {
-        return link.serverName();
+        return link.authority();
     }
 }

@@ -17,19 +17,13 @@ import javax.net.ssl.SSLSocket;
 
 import io.grpc.Channel;
 import io.helidon.common.buffers.BufferData;
-import io.helidon.common.buffers.DataReader;
 import io.helidon.common.buffers.DataWriter;
 import io.helidon.common.socket.HelidonSocket;
-import io.helidon.common.socket.SocketWriter;
 import io.helidon.common.socket.TlsSocket;
 import io.helidon.http.http2.Http2FrameData;
 import io.helidon.http.http2.Http2Ping;
-import io.helidon.http.http2.WindowSize;
-import io.helidon.webclient.api.ClientConnection;
-import io.helidon.webclient.http2.Http2Client;
 import io.helidon.webclient.http2.Http2ClientConnection;
 import io.helidon.webclient.http2.Http2ClientImpl;
-import io.helidon.webclient.http2.Http2ClientProtocolConfig;
 
 /**
  * The supervisor's one protocol connection, whichever side dialed: TLS client pinned to the
@@ -66,76 +60,13 @@ public final class SupervisorLink implements AutoCloseable {
         this.tokens = tokens;
         this.serverName = serverName;
         this.helidonSocket = TlsSocket.client(tls, id);
-        Http2ClientProtocolConfig protocol = Http2ClientProtocolConfig.builder()
-                .priorKnowledge(true)
-                // Helidon 4.1.7's client streams account their inbound window at the HTTP/2 default
-                // whatever is advertised; advertising more lets the runtime overrun it and stall.
-                .initialWindowSize(WindowSize.DEFAULT_WIN_SIZE)
-                .maxFrameSize(ProtocolLimits.MAX_FRAME_BYTES)
-                .ping(false)
-                .build();
-        this.http2Client = (Http2ClientImpl) Http2Client.create(builder -> builder
-                .protocolConfig(protocol)
-                .shareConnectionCache(false)
-                .executor(executor));
-        DataReader reader = new DataReader(helidonSocket);
-        SocketWriter socketWriter = SocketWriter.create(helidonSocket);
+        Http2Connections.Opened opened = Http2Connections.open(helidonSocket, id, executor,
+                () -> close(Refusal.TRANSPORT_FAILED));
+        this.http2Client = opened.client();
+        this.connection = opened.connection();
         // One lock for every write: Helidon writes each frame as one call, and so does ping().
-        DataWriter writer = new DataWriter() {
-            @Override
-            public synchronized void write(BufferData... buffers) {
-                socketWriter.write(buffers);
-            }
-
-            @Override
-            public synchronized void write(BufferData buffer) {
-                socketWriter.write(buffer);
-            }
-
-            @Override
-            public synchronized void writeNow(BufferData... buffers) {
-                socketWriter.writeNow(buffers);
-            }
-
-            @Override
-            public synchronized void writeNow(BufferData buffer) {
-                socketWriter.writeNow(buffer);
-            }
-        };
-        this.frames = writer;
-        ClientConnection clientConnection = new ClientConnection() {
-            @Override
-            public DataReader reader() {
-                return reader;
-            }
-
-            @Override
-            public DataWriter writer() {
-                return writer;
-            }
-
-            @Override
-            public String channelId() {
-                return id;
-            }
-
-            @Override
-            public HelidonSocket helidonSocket() {
-                return helidonSocket;
-            }
-
-            @Override
-            public void readTimeout(Duration readTimeout) {
-                // liveness is the keepalive watchdog's job, not a socket timeout
-            }
-
-            @Override
-            public void closeResource() {
-                close(Refusal.TRANSPORT_FAILED);
-            }
-        };
-        this.connection = Http2ClientConnection.create(http2Client, clientConnection, true);
-        this.channel = new LinkChannel(this);
+        this.frames = opened.writer();
+        this.channel = new LinkChannel(new Host());
         Thread.ofVirtual().name(id + "-keepalive").start(this::keepalive);
     }
 
@@ -229,26 +160,6 @@ public final class SupervisorLink implements AutoCloseable {
         streams.release();
     }
 
-    Http2ClientConnection connection() {
-        return connection;
-    }
-
-    Http2ClientImpl http2Client() {
-        return http2Client;
-    }
-
-    TlsSocket helidonSocket() {
-        return helidonSocket;
-    }
-
-    TokenSlot tokens() {
-        return tokens;
-    }
-
-    String serverName() {
-        return serverName;
-    }
-
     void schedule(Duration delay, Runnable task) {
         try {
             timers.schedule(task, delay.toNanos(), TimeUnit.NANOSECONDS);
@@ -257,8 +168,67 @@ public final class SupervisorLink implements AutoCloseable {
         }
     }
 
-    ExecutorService executor() {
-        return executor;
+    /** What a call needs of the link; a view, so none of Helidon's types join the link's API. */
+    private final class Host implements CallHost {
+        @Override
+        public boolean isOpen() {
+            return SupervisorLink.this.isOpen();
+        }
+
+        @Override
+        public Optional<Refusal> closedFor() {
+            return SupervisorLink.this.closedFor();
+        }
+
+        @Override
+        public Optional<String> bearer() {
+            return Optional.of(tokens.current().sandboxToken());
+        }
+
+        @Override
+        public boolean takeStream() {
+            return SupervisorLink.this.takeStream();
+        }
+
+        @Override
+        public void returnStream() {
+            SupervisorLink.this.returnStream();
+        }
+
+        @Override
+        public String authority() {
+            return serverName;
+        }
+
+        @Override
+        public String scheme() {
+            return "https";
+        }
+
+        @Override
+        public ExecutorService executor() {
+            return executor;
+        }
+
+        @Override
+        public void schedule(Duration delay, Runnable task) {
+            SupervisorLink.this.schedule(delay, task);
+        }
+
+        @Override
+        public Http2ClientConnection connection() {
+            return connection;
+        }
+
+        @Override
+        public HelidonSocket helidonSocket() {
+            return helidonSocket;
+        }
+
+        @Override
+        public Http2ClientImpl http2Client() {
+            return http2Client;
+        }
     }
 
     private void keepalive() {

@@ -1,5 +1,6 @@
 package openshell.supervisor;
 
+import java.net.URI;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
@@ -14,8 +15,7 @@ import java.util.function.Supplier;
 import com.google.protobuf.ByteString;
 import io.grpc.Channel;
 import io.grpc.stub.StreamObserver;
-import io.helidon.common.tls.Tls;
-import io.helidon.webclient.grpc.GrpcClient;
+import openshell.protocol.GatewayConnection;
 import openshell.protocol.TokenPair;
 import openshell.protocol.wire.GatewayMessage;
 import openshell.protocol.wire.GatewaySessionGrpc;
@@ -44,10 +44,9 @@ final class GatewaySession implements AutoCloseable {
     /** Wait before reconnecting after the stream ended. */
     static final Duration RECONNECT_DELAY = Duration.ofSeconds(2);
     /**
-     * How often an idle session writes an empty log message. Helidon 4.1.7's gRPC client never
-     * reports a stream whose gateway died without closing it (SIGKILL): its reader only retries
-     * its poll. A write is what fails on the dead connection, which ends the call and lets this
-     * session reconnect.
+     * How often an idle session writes an empty log message: a gateway host that vanished
+     * without closing the connection (power loss, a dropped route) is only noticed by a write
+     * failing, which ends the call and lets this session reconnect.
      */
     static final Duration LIVENESS_INTERVAL = Duration.ofSeconds(5);
     /** Execs the gateway may run at once through this session; further ones get an error event. */
@@ -59,7 +58,7 @@ final class GatewaySession implements AutoCloseable {
      */
     static final int MAX_OUTPUT_CHUNK = 8 * 1024;
 
-    private final Supplier<Channel> channels;
+    private final Supplier<Connection> channels;
     private final String sandboxId;
     private final long generation;
     private final GatewaySessionHandler handler;
@@ -71,7 +70,7 @@ final class GatewaySession implements AutoCloseable {
     private volatile StreamObserver<SupervisorMessage> out;
     private volatile CompletableFuture<Void> opened = new CompletableFuture<>();
 
-    private GatewaySession(Supplier<Channel> channels, String sandboxId, long generation, TokenPair first,
+    private GatewaySession(Supplier<Connection> channels, String sandboxId, long generation, TokenPair first,
                            long policyGeneration, GatewaySessionHandler handler) {
         this.channels = channels;
         this.sandboxId = sandboxId;
@@ -85,7 +84,7 @@ final class GatewaySession implements AutoCloseable {
     /**
      * Opens the session and keeps it open.
      *
-     * @param channels         a fresh channel to the gateway per connection
+     * @param channels         a fresh connection to the gateway per session attempt
      * @param sandboxId        this sandbox
      * @param generation       this launch's runtime generation
      * @param first            the launch's first token pair (from the supervisor bundle)
@@ -93,7 +92,7 @@ final class GatewaySession implements AutoCloseable {
      * @param handler          what the gateway's requests do
      * @return the session
      */
-    static GatewaySession open(Supplier<Channel> channels, String sandboxId, long generation, TokenPair first,
+    static GatewaySession open(Supplier<Connection> channels, String sandboxId, long generation, TokenPair first,
                                long policyGeneration, GatewaySessionHandler handler) {
         GatewaySession s = new GatewaySession(channels, sandboxId, generation, first, policyGeneration, handler);
         s.loop.start();
@@ -101,18 +100,39 @@ final class GatewaySession implements AutoCloseable {
     }
 
     /**
-     * Channels to the gateway's session endpoint (the {@code gatewayEndpoint} of the supervisor
-     * bundle). {@code http} means HTTP/2 without TLS (prior knowledge), for a gateway on loopback;
+     * Connections to the gateway's session endpoint (the {@code gatewayEndpoint} of the supervisor
+     * bundle): {@link GatewayConnection}, whose calls reassemble messages split across frames.
+     * {@code http} means HTTP/2 without TLS (prior knowledge), for a gateway on loopback;
      * {@code https} uses the JVM's trust store.
      *
      * @param endpoint the gateway's URL
-     * @return a supplier of a channel per connection
+     * @return a supplier of a fresh connection per session attempt
      */
-    static Supplier<Channel> channels(String endpoint) {
-        boolean tls = endpoint.startsWith("https://");
-        GrpcClient client = GrpcClient.builder().baseUri(endpoint)
-                .tls(tls ? Tls.builder().build() : Tls.builder().enabled(false).build()).build();
-        return client::channel;
+    static Supplier<Connection> channels(String endpoint) {
+        URI uri = URI.create(endpoint);
+        return () -> {
+            GatewayConnection c = GatewayConnection.open(uri);
+            return new Connection() {
+                @Override
+                public Channel channel() {
+                    return c.channel();
+                }
+
+                @Override
+                public void close() {
+                    c.close();
+                }
+            };
+        };
+    }
+
+    /** One connection to the gateway, closed when its session attempt ends. */
+    interface Connection extends AutoCloseable {
+        /** @return its channel */
+        Channel channel();
+
+        @Override
+        void close();
     }
 
     /** @return completes when the gateway accepted the current connection (its config arrived) */
@@ -133,8 +153,10 @@ final class GatewaySession implements AutoCloseable {
     private void run() {
         while (!closed.get()) {
             CompletableFuture<Void> ended = new CompletableFuture<>();
+            Connection connection = null;
             try {
-                StreamObserver<SupervisorMessage> stream = GatewaySessionGrpc.newStub(channels.get())
+                connection = channels.get();
+                StreamObserver<SupervisorMessage> stream = GatewaySessionGrpc.newStub(connection.channel())
                         .open(new Inbound(ended));
                 synchronized (this) {
                     out = stream;
@@ -148,6 +170,9 @@ final class GatewaySession implements AutoCloseable {
             }
             synchronized (this) {
                 out = null;
+            }
+            if (connection != null) {
+                connection.close();
             }
             execs.values().forEach(GatewayExec::terminate);
             execs.clear();

@@ -197,7 +197,7 @@ class GatewaySessionTest {
     }
 
     /** Counts the stdin bytes of each exec and, at the half-close, prints their number and exits 0. */
-    static final class CountingHandler extends RecordingHandler {
+    static class CountingHandler extends RecordingHandler {
         @Override
         public ExecControl exec(ExecCommand command, ExecOutput output) {
             long[] count = new long[1];
@@ -266,6 +266,80 @@ class GatewaySessionTest {
             } while (m.getExecEvent().hasStdinCredit());
             assertEquals(Long.toString(total), m.getExecEvent().getStdout().toStringUtf8());
             assertEquals(0, gateway.next().getExecEvent().getExitCode());
+        } finally {
+            server.stop();
+        }
+    }
+
+    /**
+     * Messages far larger than one HTTP/2 frame, and more in flight than the 64 KiB window: a
+     * 300 KiB policy document and stdin in 100 KiB pieces to eight execs at once. The gateway's
+     * server splits each across frames; the session's calls reassemble them, and the one session
+     * stays up (no reconnect). Helidon 4.1.7's own gRPC client ended the session on each of these.
+     */
+    @Test
+    void messagesLargerThanAFrameAndTheWindowArriveWholeOnTheOneSession() throws Exception {
+        GatewayDouble gateway = new GatewayDouble();
+        WebServer server = WebServer.builder().host("127.0.0.1").port(0)
+                .addRouting(GrpcRouting.builder().service(gateway)).build().start();
+        TokenPair first = new TokenPair("gateway-token-1", "sandbox-token-1", 1, Instant.now().plusSeconds(600));
+        java.util.concurrent.atomic.AtomicInteger policyBytes = new java.util.concurrent.atomic.AtomicInteger();
+        CountingHandler handler = new CountingHandler() {
+            @Override
+            public PolicyVerdict applyPolicy(long generation, byte[] document) {
+                policyBytes.set(document.length);
+                return new PolicyVerdict(true, "");
+            }
+        };
+        try (GatewaySession session = GatewaySession.open(GatewaySession.channels("http://127.0.0.1:" + server.port()),
+                "sb-one", 4, first, 1, handler)) {
+            StreamObserver<GatewayMessage> out = gateway.stream();
+            assertTrue(gateway.next().hasHello());
+            out.onNext(GatewayMessage.newBuilder().setConfig(SessionConfig.newBuilder().setPolicyGeneration(1)).build());
+            session.opened().get(WAIT.toSeconds(), TimeUnit.SECONDS);
+
+            byte[] document = "#".repeat(300 * 1024).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+            out.onNext(GatewayMessage.newBuilder().setPolicy(PolicyRevision.newBuilder().setRevisionId("big")
+                    .setGeneration(2).setDocument(ByteString.copyFrom(document))).build());
+            SupervisorMessage loaded = gateway.next();
+            assertEquals("LOADED", loaded.getPolicyOutcome().getResult().name(), loaded.toString());
+            assertEquals(document.length, policyBytes.get(), "the whole document arrived");
+
+            int execs = 8;
+            int window = 256 * 1024;
+            byte[] piece = new byte[100 * 1024];
+            for (int e = 0; e < execs; e++) {
+                out.onNext(GatewayMessage.newBuilder().setExec(RemoteExec.newBuilder().setExecId("x" + e)
+                        .addArgv("/bin/cat").setStdinWindow(window)).build());
+            }
+            // Two pieces each (200 KiB, inside each window): 1.6 MiB in flight to the supervisor at once.
+            for (int round = 0; round < 2; round++) {
+                for (int e = 0; e < execs; e++) {
+                    out.onNext(GatewayMessage.newBuilder().setExecInput(RemoteExecInput.newBuilder().setExecId("x" + e)
+                            .setData(ByteString.copyFrom(piece))).build());
+                }
+            }
+            for (int e = 0; e < execs; e++) {
+                out.onNext(GatewayMessage.newBuilder().setExecInput(RemoteExecInput.newBuilder().setExecId("x" + e)
+                        .setClose(true)).build());
+            }
+            java.util.Map<String, String> counted = new java.util.HashMap<>();
+            java.util.Set<String> exited = new java.util.HashSet<>();
+            while (exited.size() < execs) {
+                SupervisorMessage m = gateway.next();
+                assertTrue(m.hasExecEvent(), m.toString());
+                if (m.getExecEvent().hasStdout()) {
+                    counted.put(m.getExecEvent().getExecId(), m.getExecEvent().getStdout().toStringUtf8());
+                } else if (m.getExecEvent().hasExitCode()) {
+                    exited.add(m.getExecEvent().getExecId());
+                } else {
+                    assertTrue(m.getExecEvent().hasStdinCredit(), m.toString());
+                }
+            }
+            for (int e = 0; e < execs; e++) {
+                assertEquals(Integer.toString(2 * piece.length), counted.get("x" + e), "stdin of x" + e);
+            }
+            assertTrue(gateway.streams.isEmpty(), "the session never reconnected");
         } finally {
             server.stop();
         }

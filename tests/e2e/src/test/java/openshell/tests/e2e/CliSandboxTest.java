@@ -216,9 +216,21 @@ class CliSandboxTest {
         Cli.Result set = cli("policy", "set", "job", "--policy", policy.toString(), "--wait");
         assertEquals(0, set.exit(), set.err());
         assertEquals("policy LOADED in sandbox job (generation 2)\n", set.out());
+        // A policy larger than one HTTP/2 frame (and than the stream's window) reaches the supervisor whole.
+        StringBuilder large = new StringBuilder("version: 1\nnetwork_policies:\n");
+        for (int i = 0; i < 200; i++) {
+            large.append("  block").append(i).append(":\n    endpoints:\n      - host: api").append(i)
+                    .append(".example.test\n        port: 443\n        protocol: tcp\n    binaries:\n")
+                    .append("      - path: /usr/bin/curl\n");
+        }
+        assertTrue(large.length() > 16 * 1024, "larger than a frame: " + large.length());
+        Path largePolicy = Files.writeString(tmp.resolve("large.yaml"), large);
+        Cli.Result setLarge = cli("policy", "set", "job", "--policy", largePolicy.toString(), "--wait");
+        assertEquals(0, setLarge.exit(), setLarge.err() + gatewayLog());
+        assertEquals("policy LOADED in sandbox job (generation 3)\n", setLarge.out());
         Cli.Result sent = cli("policy", "set", "job", "--policy", policy.toString());
         assertEquals(0, sent.exit(), sent.err());
-        assertTrue(sent.out().startsWith("policy generation 3 sent to sandbox job"), sent.out());
+        assertTrue(sent.out().startsWith("policy generation 4 sent to sandbox job"), sent.out());
         Cli.Result positional = cli("policy", "set", "job", policy.toString());
         assertEquals(2, positional.exit(), "one syntax: --policy FILE");
         assertTrue(positional.err().contains("policy set NAME --policy FILE [--wait]"), positional.err());
@@ -234,7 +246,8 @@ class CliSandboxTest {
         assertTrue(json.out().contains("\"name\":\"job\"") && json.out().contains("\"observed\":\"RUNNING\""),
                 json.out());
         Cli.Result logs = cli("sandbox", "logs", "job");
-        assertTrue(logs.out().contains("policy generation 3 LOADED") || logs.out().contains("policy generation 3 sent"),
+        assertTrue(logs.out().contains("policy generation 3 LOADED"), logs.out());
+        assertTrue(logs.out().contains("policy generation 4 LOADED") || logs.out().contains("policy generation 4 sent"),
                 logs.out());
 
         assertEquals(0, cli("sandbox", "stop", "job").exit());
