@@ -198,6 +198,20 @@ final class ExecStream {
         }
     }
 
+    /**
+     * @param wait longest wait
+     * @return the exit code or the error, if the stream ended within {@code wait}
+     */
+    Optional<Outcome> await(java.time.Duration wait) throws InterruptedException {
+        try {
+            return Optional.of(outcome.get(wait.toMillis(), TimeUnit.MILLISECONDS));
+        } catch (ExecutionException e) {
+            return Optional.of(new Outcome(Optional.empty(), Optional.of(e.getCause().getMessage())));
+        } catch (TimeoutException e) {
+            return Optional.empty();
+        }
+    }
+
     /** Ends the stream from this side: the gateway terminates the exec. */
     void cancel() {
         synchronized (requests) {

@@ -27,6 +27,14 @@ import jakarta.json.JsonString;
 final class SandboxCommands {
     /** What {@code sandbox connect} runs without a CMD. */
     static final List<String> CONNECT_SHELL = List.of("/bin/sh");
+    /**
+     * How long an exec's command has to end after the CLI was interrupted (Ctrl-C on pipes,
+     * SIGTERM, SIGHUP) and passed SIGINT on; after it the gateway terminates the command's tree.
+     */
+    static final java.time.Duration INTERRUPT_GRACE = java.time.Duration.ofSeconds(5);
+    /** The CLI's exit code when an interrupted command had to be terminated (128 + SIGINT). */
+    static final int INTERRUPTED_EXIT = 130;
+    private static final int SIGINT = 2;
     /** Terminal size for {@code --tty} when the CLI has no terminal of its own: columns, rows. */
     static final int[] DEFAULT_TERMINAL = {80, 24};
     /** Largest policy file read. */
@@ -135,9 +143,38 @@ final class SandboxCommands {
         }
         ExecStream stream = gateway.exec(name, cmd, env, size, main.out(), main.err());
         Optional<LocalTerminal> terminal = tty ? LocalTerminal.raw() : Optional.empty();
+        // Ctrl-C: on a PTY it is a key the remote terminal turns into SIGINT. On pipes it is a
+        // signal to the CLI: the JVM runs its shutdown hooks, and this one passes SIGINT on, gives
+        // the command INTERRUPT_GRACE to end (its output and exit code still come through), and
+        // only then ends the stream, so the gateway terminates the tree. The JDK has no supported
+        // signal API without jdk.unsupported (see module-info), hence a hook, which SIGTERM and
+        // SIGHUP run as well.
+        java.util.concurrent.atomic.AtomicBoolean finished = new java.util.concurrent.atomic.AtomicBoolean();
+        Thread interrupt = new Thread(() -> {
+            if (finished.get()) {
+                return;
+            }
+            terminal.ifPresent(LocalTerminal::close);
+            stream.signal(SIGINT);
+            int code = INTERRUPTED_EXIT;
+            try {
+                Optional<ExecStream.Outcome> ended = stream.await(INTERRUPT_GRACE);
+                if (ended.isPresent() && ended.get().exitCode().isPresent()) {
+                    code = ended.get().exitCode().get();
+                } else {
+                    stream.cancel();
+                    main.err().println("openshell: interrupted; " + String.join(" ", cmd) + " did not end within "
+                            + INTERRUPT_GRACE.toSeconds() + " s of SIGINT and was terminated");
+                }
+            } catch (InterruptedException e) {
+                stream.cancel();
+            }
+            main.out().flush();
+            main.err().flush();
+            Runtime.getRuntime().halt(code);
+        }, "exec-interrupt");
+        Runtime.getRuntime().addShutdownHook(interrupt);
         try {
-            // Ctrl-C: on a PTY it is a key the remote terminal turns into SIGINT; on pipes it ends
-            // the CLI, whose stream then ends, and the gateway terminates the command's tree.
             int[] first = size.orElse(DEFAULT_TERMINAL);
             terminal.ifPresent(t -> t.onResize(first, stream::resize));
             if (stdin) {
@@ -161,6 +198,12 @@ final class SandboxCommands {
             stream.cancel();
             throw new CliException(CliException.FAILED, "interrupted");
         } finally {
+            finished.set(true);
+            try {
+                Runtime.getRuntime().removeShutdownHook(interrupt);
+            } catch (IllegalStateException shuttingDown) {
+                // The hook runs (or ran) and decides the exit code.
+            }
             terminal.ifPresent(LocalTerminal::close);
         }
     }

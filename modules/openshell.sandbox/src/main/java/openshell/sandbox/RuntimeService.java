@@ -83,6 +83,8 @@ import openshell.protocol.wire.WaitResult;
 final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
     /** Longest a single Wait call blocks on the runtime side; the caller's deadline is normally shorter. */
     static final Duration MAX_WAIT_CALL = Duration.ofHours(1);
+    /** The terminal of a tty exec that names no size. */
+    static final TerminalSize DEFAULT_TERMINAL = new TerminalSize(80, 24);
     /** Largest chunk of process output or relay bytes put in one message (one HTTP/2 frame). */
     static final int MAX_CHUNK_BYTES = CreditedStream.MAX_CHUNK_BYTES;
     /** How often the mediation streams look whether their call was cancelled while nothing is pending. */
@@ -183,7 +185,8 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
             ExecSpec.Builder spec = ExecSpec.builder(request.getArgvList()).environment(request.getEnvironmentMap())
                     .workingDirectory(directory(request.getWorkingDirectory()));
             if (request.getTty()) {
-                spec.pty(new TerminalSize(80, 24));
+                boolean sized = request.getTtyColumns() != 0 || request.getTtyRows() != 0;
+                spec.pty(sized ? new TerminalSize(request.getTtyColumns(), request.getTtyRows()) : DEFAULT_TERMINAL);
             }
             return ExecResult.newBuilder().setProcessId(Long.toString(control.exec(spec.build()))).build();
         });

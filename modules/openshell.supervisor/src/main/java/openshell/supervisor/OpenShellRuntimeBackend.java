@@ -488,11 +488,11 @@ public final class OpenShellRuntimeBackend implements IsolationBackend {
             String id = calls.call("exec", ExecRequest.newBuilder().addAllArgv(spec.argv())
                     .putAllEnvironment(spec.environment()).setWorkingDirectory(spec.workingDirectory())
                     .setTty(size.isPresent())
+                    .setTtyColumns(size.map(TerminalSize::columns).orElse(0))
+                    .setTtyRows(size.map(TerminalSize::rows).orElse(0))
                     .setAdmissionDeadlineEpochMillis(System.currentTimeMillis() + spec.admission().toMillis()).build(),
                     START_DEADLINE, (stub, request) -> stub.exec(request)).getProcessId();
-            RemoteSession session = new RemoteSession(calls, id, size.isPresent());
-            size.ifPresent(s -> session.terminal.orElseThrow().resize(s));
-            return session;
+            return new RemoteSession(calls, id, size.isPresent());
         }
 
         @Override

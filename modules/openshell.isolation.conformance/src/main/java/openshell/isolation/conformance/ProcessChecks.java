@@ -158,11 +158,12 @@ final class ProcessChecks {
     private static void ptyMergesAndResizes(Workbench bench) throws IOException {
         RunningBoundary running = bench.startIdle().running();
         ExecSpec spec = ExecSpec.builder(List.of(bench.target().shell(), "-c", "stty size; echo err >&2; read line; stty size"))
-                .pty(new TerminalSize(80, 24)).build();
+                .pty(new TerminalSize(91, 33)).build();
         ExecSession session = bench.exec(running, spec);
         ExecSession.Terminal terminal = session.terminal()
                 .orElseGet(() -> fail("an exec on a PTY must expose its terminal"));
-        assertEquals("24 80", readLine(session.stdout(), "terminal output"), "the PTY must start at the requested size");
+        // Not a default size: the command's first look at its terminal must already see the one asked for.
+        assertEquals("33 91", readLine(session.stdout(), "terminal output"), "the PTY must start at the requested size");
         assertEquals("err", readLine(session.stdout(), "terminal output"), "stderr must arrive merged on the terminal");
         terminal.resize(new TerminalSize(100, 30));
         session.stdin().write("go\n".getBytes(StandardCharsets.UTF_8));

@@ -123,6 +123,44 @@ class CliExecStreamTest {
         assertEquals(128 + 15, signaled.exit(), signaled.err());
     }
 
+    /**
+     * Interrupting the CLI on pipes (Ctrl-C, or SIGTERM as here: the JVM runs the same hook for
+     * both) passes SIGINT to the command, whose output and exit code still come through; a
+     * command that ignores it is terminated after the grace and the CLI exits 130.
+     */
+    @Test
+    void interruptingTheCliPassesSigintOnAndTerminatesWhatIgnoresIt() throws Exception {
+        Process p = cli(ProcessBuilder.Redirect.PIPE, "sandbox", "exec", "io", "--", "/bin/sh", "-c",
+                "trap 'echo got-sigint; exit 42' INT; echo ready; while :; do sleep 0.1; done");
+        CompletableFuture<String> err = drain(p.getErrorStream());
+        BlockingQueue<String> lines = lines(p.getInputStream());
+        assertEquals("ready", lines.poll(WAIT_SECONDS, TimeUnit.SECONDS), "the command started");
+        terminate(p);
+        assertTrue(p.waitFor(WAIT_SECONDS, TimeUnit.SECONDS), "the CLI did not end after SIGTERM");
+        assertEquals(42, p.exitValue(), "the command's own exit code after its trap: " + err.join());
+        assertEquals("got-sigint", lines.poll(WAIT_SECONDS, TimeUnit.SECONDS), err.join());
+
+        Process stubborn = cli(ProcessBuilder.Redirect.PIPE, "sandbox", "exec", "io", "--", "/bin/sh", "-c",
+                "trap '' INT; echo ready; while :; do sleep 0.1; done");
+        CompletableFuture<String> stubbornErr = drain(stubborn.getErrorStream());
+        BlockingQueue<String> stubbornLines = lines(stubborn.getInputStream());
+        assertEquals("ready", stubbornLines.poll(WAIT_SECONDS, TimeUnit.SECONDS), "the command started");
+        long interrupted = System.nanoTime();
+        terminate(stubborn);
+        assertTrue(stubborn.waitFor(WAIT_SECONDS, TimeUnit.SECONDS), "the CLI did not end after the grace");
+        assertEquals(130, stubborn.exitValue(), stubbornErr.join());
+        assertTrue(System.nanoTime() - interrupted >= TimeUnit.SECONDS.toNanos(5), "it had the whole grace");
+        assertTrue(stubbornErr.join().contains("did not end within 5 s of SIGINT and was terminated"), stubbornErr.join());
+        // The gateway terminates its tree once the stream ended: soon nothing of it runs in the sandbox.
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(WAIT_SECONDS);
+        Cli.Result left;
+        do {
+            left = Cli.run(state, env, "sandbox", "exec", "io", "--", "/bin/sh", "-c",
+                    "ps -eo args | grep -c \"[t]rap '' INT\" || true");
+        } while (!left.out().strip().equals("0") && System.nanoTime() < deadline);
+        assertEquals("0", left.out().strip(), left.err());
+    }
+
     @Test
     void ttyRunsOnAPseudoTerminalWithMergedOutput() throws Exception {
         Cli.Result r = Cli.run(state, env, "sandbox", "exec", "io", "--tty", "--", "/bin/sh", "-c",
@@ -239,6 +277,11 @@ class CliExecStreamTest {
                 return e.toString();
             }
         });
+    }
+
+    /** SIGTERM without Process.destroy(), which would also close our ends of its pipes. */
+    private static void terminate(Process p) throws Exception {
+        assertEquals(0, new ProcessBuilder("kill", "-TERM", Long.toString(p.pid())).start().waitFor());
     }
 
     private static BlockingQueue<String> lines(InputStream in) {
