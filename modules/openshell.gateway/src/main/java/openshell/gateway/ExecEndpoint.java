@@ -110,7 +110,8 @@ final class ExecEndpoint extends SandboxExecGrpc.SandboxExecImplBase {
                 }
                 SandboxRecord record = sandboxes.find(start.getSandbox());
                 RemoteExec.Builder exec = RemoteExec.newBuilder().addAllArgv(start.getArgvList())
-                        .putAllEnvironment(start.getEnvironmentMap()).setWorkingDirectory(start.getWorkingDirectory());
+                        .putAllEnvironment(sandboxes.execEnvironment(record, start.getEnvironmentMap()))
+                        .setWorkingDirectory(start.getWorkingDirectory());
                 if (start.hasTerminal()) {
                     exec.setTerminal(RemoteTerminalSize.newBuilder()
                             .setColumns(checkedSize(start.getTerminal().getColumns()))

@@ -7,7 +7,9 @@ import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Base64;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 
 import io.helidon.http.HeaderNames;
@@ -168,7 +170,7 @@ final class SandboxApi {
                     + " bytes");
         }
         RemoteExec.Builder exec = RemoteExec.newBuilder().addAllArgv(command.agent().argv())
-                .putAllEnvironment(command.agent().environment())
+                .putAllEnvironment(execEnvironment(record, command.agent().environment()))
                 .setWorkingDirectory(command.agent().workingDirectory());
         SessionExec relay = sessions.exec(record.id(), exec);
         relay.stdin(stdin, true);
@@ -219,6 +221,20 @@ final class SandboxApi {
         } finally {
             relay.done();
         }
+    }
+
+    /**
+     * An exec's environment: the sandbox's credential placeholders (as its agent has them), then
+     * what the caller asked for, which wins.
+     *
+     * @param record    the sandbox
+     * @param requested the exec's own variables
+     * @return the environment to send
+     */
+    Map<String, String> execEnvironment(SandboxRecord record, Map<String, String> requested) {
+        Map<String, String> env = new LinkedHashMap<>(lifecycle.providerPlaceholders(record));
+        env.putAll(requested);
+        return env;
     }
 
     private JsonObject detailed(SandboxRecord record) {

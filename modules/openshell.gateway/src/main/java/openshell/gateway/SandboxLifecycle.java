@@ -221,6 +221,21 @@ final class SandboxLifecycle {
         return drivers.driver(record.driver(), driverEnvironment);
     }
 
+    /**
+     * The credential placeholders of the sandbox's providers, as its agent got them, so that an
+     * exec into the sandbox sees them too (never a value: the supervisor swaps those in on
+     * admitted requests). A provider deleted since the launch is left out.
+     *
+     * @param record the sandbox
+     * @return environment variable to placeholder
+     */
+    Map<String, String> providerPlaceholders(SandboxRecord record) {
+        Map<String, String> env = new LinkedHashMap<>();
+        store.launchSpec(record.id()).map(LaunchSpec::fromJson).ifPresent(spec -> spec.providers().forEach(name ->
+                providers.find(name).ifPresent(p -> env.put(p.envVar(), p.placeholder()))));
+        return env;
+    }
+
     private AgentSpec withProviders(LaunchSpec spec) {
         Map<String, String> env = new LinkedHashMap<>(spec.agent().environment());
         for (String name : spec.providers()) {

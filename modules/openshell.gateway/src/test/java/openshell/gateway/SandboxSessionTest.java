@@ -276,8 +276,12 @@ class SandboxSessionTest {
         try (Gateway g = Gateway.start(state, driver)) {
             assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(
                     state.resolve(SigningKey.FILE))));
+            assertEquals(201, g.call("POST", "/v1/providers", Json.createObjectBuilder().add("name", "github")
+                    .add("env", "GITHUB_TOKEN").add("hosts", Json.createArrayBuilder().add("api.github.com"))
+                    .add("value", "ghp_topSecret42").build()).status());
             // A request cannot choose the driver: "driver" is not a field admission reads.
-            JsonObject body = Json.createObjectBuilder(createBody("web", POLICY)).add("driver", "docker").build();
+            JsonObject body = Json.createObjectBuilder(createBody("web", POLICY)).add("driver", "docker")
+                    .add("providers", Json.createArrayBuilder().add("github")).build();
             Reply created = g.call("POST", "/v1/sandboxes", body);
             assertEquals(201, created.status(), created.body());
             JsonObject sandbox = created.json();
@@ -288,7 +292,8 @@ class SandboxSessionTest {
 
             LaunchPlan plan = driver.plans.getFirst();
             assertEquals(List.of("/bin/sleep", "1000"), plan.context().agent().argv());
-            assertEquals(Map.of("MODE", "test"), plan.context().agent().environment());
+            assertEquals(Map.of("MODE", "test", "GITHUB_TOKEN", "openshell-credential-github"),
+                    plan.context().agent().environment());
             assertEquals(1, plan.runtimeGeneration());
             assertTrue(plan.context().workload().uid() != 0);
             String token = new String(plan.material().supervisorBundle(), StandardCharsets.US_ASCII);
@@ -355,6 +360,8 @@ class SandboxSessionTest {
                                 .build()));
                 GatewayMessage start = sup.next();
                 assertEquals(List.of("/bin/cat"), start.getExec().getArgvList());
+                // An exec sees the sandbox's credential placeholders as its agent does, never a value.
+                assertEquals(Map.of("GITHUB_TOKEN", "openshell-credential-github"), start.getExec().getEnvironmentMap());
                 GatewayMessage input = sup.next();
                 assertEquals("in", input.getExecInput().getData().toStringUtf8());
                 assertTrue(input.getExecInput().getClose());
