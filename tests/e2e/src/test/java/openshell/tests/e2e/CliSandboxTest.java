@@ -126,6 +126,11 @@ class CliSandboxTest {
             for (List<String> lines : said) {
                 assertEquals(List.of("status 200"), lines, "the refusal ended none of the " + bound + ": " + said);
             }
+            // The one session still serves the rest while the 64 run: a policy revision is answered.
+            Path policy = Files.writeString(tmp.resolve("burst-policy.yaml"), POLICY);
+            Cli.Result set = cli("policy", "set", "job", "--policy", policy.toString(), "--wait");
+            assertEquals(0, set.exit(), set.err() + gatewayLog());
+            assertEquals("policy LOADED in sandbox job (generation 2)\n", set.out());
         } finally {
             running.forEach(r -> r.cancel(true));
             http.shutdownNow();
