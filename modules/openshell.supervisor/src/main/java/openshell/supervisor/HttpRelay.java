@@ -23,10 +23,15 @@ import openshell.policy.PolicyGeneration;
  * decides it with the current generation, substitutes credentials, forwards it, then relays the
  * response before reading the next request. Serving requests one after another keeps pipelining
  * and keep-alive correct and lets a 403 take its place in the response order. A denied request
- * without a body keeps the connection; one with a body closes it after the 403, since skipping an
- * unread body is not worth the risk.
+ * keeps the connection when its body is read and dropped first (none, a length, or chunks, up to
+ * {@link #MAX_DENIED_BODY_BYTES}); otherwise the 403 closes it: a larger body, or one the client
+ * holds back for {@code 100 Continue}. Closing with a body still unread made the kernel reset the
+ * connection, and clients showed "Empty reply" instead of the 403.
  */
 final class HttpRelay {
+    /** Largest body of a denied request that is read and dropped so that the connection stays. */
+    static final long MAX_DENIED_BODY_BYTES = 64 * 1024;
+
     private final SandboxMediation mediation;
     private final LiveRelay relay;
     private final InputStream workloadIn;
@@ -87,7 +92,7 @@ final class HttpRelay {
                     : generation.get().decideRequest(relay.admission().identity(), where, request.method(), request.target());
             if (decision instanceof Decision.Deny deny) {
                 mediation.auditRequest(relay, where, request, decision, null, null, null, System.nanoTime() - started);
-                boolean close = request.hasBody() || !request.keepAlive();
+                boolean close = !dropDeniedBody(fromWorkload, request, buf) || !request.keepAlive();
                 refuse(toWorkload, 403, deny.cause().name(), deny.rule().map(r -> r.path()).orElse(null), deny.reason(), close);
                 if (close) {
                     return;
@@ -99,7 +104,7 @@ final class HttpRelay {
                 String why = "the placeholder of credential '" + sub.refusedProvider().get()
                         + "' may not be sent to " + where.host().orElse("this address");
                 mediation.auditRequest(relay, where, request, null, "deny", "CREDENTIAL_NOT_BOUND", why, System.nanoTime() - started);
-                boolean close = request.hasBody() || !request.keepAlive();
+                boolean close = !dropDeniedBody(fromWorkload, request, buf) || !request.keepAlive();
                 refuse(toWorkload, 403, "CREDENTIAL_NOT_BOUND", null, why, close);
                 if (close) {
                     return;
@@ -125,6 +130,45 @@ final class HttpRelay {
             if (response == null || !response.keepAlive() || !request.keepAlive()) {
                 return;
             }
+        }
+    }
+
+    /**
+     * Reads and drops the body of a denied request, at most {@link #MAX_DENIED_BODY_BYTES}.
+     *
+     * @return whether the whole body is consumed (or there was none), so the connection may stay
+     * @throws HttpParseException if its chunked framing is malformed
+     */
+    static boolean dropDeniedBody(HttpInput in, HttpHead request, byte[] buf) throws IOException {
+        if (!request.hasBody()) {
+            return true;
+        }
+        if (request.expectContinue() || request.framing() == HttpHead.Framing.UNTIL_CLOSE
+                || (request.framing() == HttpHead.Framing.LENGTH && request.length() > MAX_DENIED_BODY_BYTES)) {
+            // Held back for 100 Continue (never sent now), unbounded, or too large to wait for.
+            return false;
+        }
+        long[] seen = new long[1];
+        try {
+            // Counted on the body bytes only, not the chunk framing.
+            HttpParser.copyBody(in, OutputStream.nullOutputStream(), request, buf, n -> {
+                seen[0] += n;
+                if (seen[0] > MAX_DENIED_BODY_BYTES) {
+                    throw new BodyTooLarge();
+                }
+            });
+            return true;
+        } catch (BodyTooLarge e) {
+            return false;
+        }
+    }
+
+    /** A denied chunked body went past {@link #MAX_DENIED_BODY_BYTES}. */
+    private static final class BodyTooLarge extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        BodyTooLarge() {
+            super("denied body over " + MAX_DENIED_BODY_BYTES + " bytes", null, false, false);
         }
     }
 

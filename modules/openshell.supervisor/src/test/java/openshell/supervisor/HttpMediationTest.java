@@ -103,8 +103,60 @@ class HttpMediationTest {
             assertEquals(403, r.status());
             assertTrue(r.body().contains("\"cause\":\"DENY_RULE\""), r.body());
             assertTrue(r.body().contains("\"rule\":\"network_policies.api.endpoints[0].deny_rules[0]\""), r.body());
-            assertFalse(r.head().keepAlive(), "a denied request with a body closes the connection");
+            // The small body was read and dropped: the connection stays, and serves the next request.
+            assertTrue(r.head().keepAlive(), "a denied request whose body was dropped keeps the connection");
+            send(s, "GET /a HTTP/1.1\r\n" + host() + "\r\n");
+            assertEquals("GET /a auth=- body=", read(in, "GET").body());
+        }
+    }
+
+    @Test
+    void deniedBodiesUpToTheBoundAreDroppedAndTheConnectionStays() throws Exception {
+        int bound = (int) HttpRelay.MAX_DENIED_BODY_BYTES;
+        try (Socket s = connect()) {
+            HttpInput in = new HttpInput(s.getInputStream(), 4096);
+            send(s, "POST /repos/acme/x HTTP/1.1\r\n" + host() + "Content-Length: " + bound + "\r\n\r\n" + "x".repeat(bound));
+            assertEquals(403, read(in, "POST").status());
+            // Chunked, exactly at the bound in two chunks.
+            String half = "y".repeat(bound / 2);
+            send(s, "POST /repos/acme/x HTTP/1.1\r\n" + host() + "Transfer-Encoding: chunked\r\n\r\n"
+                    + Integer.toHexString(half.length()) + "\r\n" + half + "\r\n"
+                    + Integer.toHexString(half.length()) + "\r\n" + half + "\r\n0\r\n\r\n");
+            Fixture.Response chunked = read(in, "POST");
+            assertEquals(403, chunked.status());
+            assertTrue(chunked.head().keepAlive());
+            send(s, "GET /a HTTP/1.1\r\n" + host() + "\r\n");
+            assertEquals("GET /a auth=- body=", read(in, "GET").body(), "the dropped bodies left no bytes behind");
+        }
+    }
+
+    @Test
+    void aDeniedBodyOverTheBoundOrHeldForContinueGetsThe403AndTheConnectionCloses() throws Exception {
+        long over = HttpRelay.MAX_DENIED_BODY_BYTES + 1;
+        try (Socket s = connect()) {
+            // The head alone: the 403 comes without waiting for a body that is not worth reading.
+            send(s, "POST /repos/acme/x HTTP/1.1\r\n" + host() + "Content-Length: " + over + "\r\n\r\n");
+            HttpInput in = new HttpInput(s.getInputStream(), 4096);
+            Fixture.Response r = read(in, "POST");
+            assertEquals(403, r.status());
+            assertFalse(r.head().keepAlive());
             assertEquals(-1, s.getInputStream().read());
+        }
+        try (Socket s = connect()) {
+            send(s, "POST /repos/acme/x HTTP/1.1\r\n" + host() + "Content-Length: 5\r\nExpect: 100-continue\r\n\r\n");
+            HttpInput in = new HttpInput(s.getInputStream(), 4096);
+            Fixture.Response r = read(in, "POST");
+            assertEquals(403, r.status(), "a final answer, never 100 Continue, for a denied request");
+            assertFalse(r.head().keepAlive());
+        }
+        try (Socket s = connect()) {
+            String chunk = "z".repeat((int) HttpRelay.MAX_DENIED_BODY_BYTES);
+            send(s, "POST /repos/acme/x HTTP/1.1\r\n" + host() + "Transfer-Encoding: chunked\r\n\r\n"
+                    + Integer.toHexString(chunk.length()) + "\r\n" + chunk + "\r\n1\r\nz\r\n0\r\n\r\n");
+            HttpInput in = new HttpInput(s.getInputStream(), 4096);
+            Fixture.Response r = read(in, "POST");
+            assertEquals(403, r.status());
+            assertFalse(r.head().keepAlive(), "one byte past the bound: the connection closes");
         }
     }
 
