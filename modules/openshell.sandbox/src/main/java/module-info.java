@@ -44,6 +44,8 @@
  * <tr><td>{@code RuntimeService.MAX_UNCLAIMED_FORWARDS}</td><td>64</td><td>a further PortForward is refused UNAVAILABLE</td></tr>
  * <tr><td>{@code RuntimeService.FORWARD_CLAIM_WAIT}</td><td>30 s</td><td>a port-forward connection no Relay stream claimed is closed</td></tr>
  * <tr><td>{@code SandboxRuntime.PORT_FORWARD_CONNECT_WAIT}</td><td>10 s</td><td>the PortForward fails FAILED</td></tr>
+ * <tr><td>{@code SandboxRuntime.MAX_PROVIDER_VARIABLES}</td><td>64</td><td>the update is refused whole (INVALID)</td></tr>
+ * <tr><td>{@code SandboxRuntime.MAX_PROVIDER_VARIABLE_CHARS}</td><td>4,096 per name or value</td><td>the update is refused whole (INVALID)</td></tr>
  * </table>
  *
  * <h2>Workload trust</h2>

@@ -2,6 +2,7 @@ package openshell.sandbox;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import openshell.isolation.AgentSpec;
 import openshell.isolation.BackendException;
@@ -60,6 +61,18 @@ interface RuntimeControl {
 
     /** @param spec what to run @return its process id */
     long exec(ExecSpec spec);
+
+    /**
+     * Replaces, at once and whole, the provider environment (credential placeholders, never
+     * values) that later execs start with; the exec's own variables win over it. An update at a
+     * credential epoch no newer than the one in force changes nothing, so a stale update that
+     * arrives late never wins.
+     *
+     * @param environment     variable to placeholder, at most {@link SandboxRuntime#MAX_PROVIDER_VARIABLES}
+     * @param credentialEpoch the epoch it belongs to
+     * @return the epoch in force afterwards
+     */
+    long updateProviderEnvironment(Map<String, String> environment, long credentialEpoch);
 
     /** @param process a process id @return its streams */
     ExecSession session(long process);

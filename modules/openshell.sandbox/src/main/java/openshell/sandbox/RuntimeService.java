@@ -70,6 +70,8 @@ import openshell.protocol.wire.TerminateBoundaryRequest;
 import openshell.protocol.wire.TerminateBoundaryResult;
 import openshell.protocol.wire.TerminateRequest;
 import openshell.protocol.wire.TerminateResult;
+import openshell.protocol.wire.UpdateProviderEnvironmentRequest;
+import openshell.protocol.wire.UpdateProviderEnvironmentResult;
 import openshell.protocol.wire.WaitRequest;
 import openshell.protocol.wire.WaitResult;
 
@@ -190,6 +192,13 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
             }
             return ExecResult.newBuilder().setProcessId(Long.toString(control.exec(spec.build()))).build();
         });
+    }
+
+    @Override
+    public void updateProviderEnvironment(UpdateProviderEnvironmentRequest request,
+                                          StreamObserver<UpdateProviderEnvironmentResult> observer) {
+        control(request, observer, () -> UpdateProviderEnvironmentResult.newBuilder().setAppliedEpoch(
+                control.updateProviderEnvironment(request.getEnvironmentMap(), request.getCredentialEpoch())).build());
     }
 
     @Override

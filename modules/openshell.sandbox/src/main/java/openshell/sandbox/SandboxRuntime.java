@@ -40,7 +40,15 @@ final class SandboxRuntime implements RuntimeControl, AutoCloseable {
     private final ProcessTree tree;
     private final String policySha256;
     private final Optional<TrustStoreView> trustView;
+    /** Provider variables an update may carry. */
+    static final int MAX_PROVIDER_VARIABLES = 64;
+    /** Longest name or value of a provider variable (characters). */
+    static final int MAX_PROVIDER_VARIABLE_CHARS = 4096;
+    private static final java.util.regex.Pattern VARIABLE_NAME = java.util.regex.Pattern.compile("[A-Za-z_][A-Za-z0-9_]*");
+
     private Map<String, String> trustEnvironment = Map.of();
+    private Map<String, String> providerEnvironment = Map.of();
+    private long providerEpoch;
     private final Map<Long, WorkloadProcess> processes = new ConcurrentHashMap<>();
     private final AtomicLong ids = new AtomicLong();
     private State state = State.SERVING;
@@ -153,8 +161,45 @@ final class SandboxRuntime implements RuntimeControl, AutoCloseable {
     @Override
     public synchronized long exec(ExecSpec spec) {
         require(State.RUNNING, "exec");
-        return register(tree.start(new ProcessTree.LaunchRequest(spec.argv(), environment(spec.environment()),
+        // The provider placeholders first; the exec's own variables win over them.
+        Map<String, String> env = new java.util.LinkedHashMap<>(providerEnvironment);
+        env.putAll(spec.environment());
+        return register(tree.start(new ProcessTree.LaunchRequest(spec.argv(), environment(env),
                 spec.workingDirectory(), spec.terminal())));
+    }
+
+    @Override
+    public synchronized long updateProviderEnvironment(Map<String, String> environment, long credentialEpoch) {
+        if (state == State.ENDED) {
+            throw new BackendException(BackendException.Kind.TERMINATED, "updateProviderEnvironment: the agent has ended");
+        }
+        if (state == State.SERVING) {
+            throw new BackendException(BackendException.Kind.INVALID, "updateProviderEnvironment before attach");
+        }
+        if (credentialEpoch < 0) {
+            throw new BackendException(BackendException.Kind.INVALID, "credential epoch " + Long.toUnsignedString(credentialEpoch)
+                    + " is out of range");
+        }
+        if (environment.size() > MAX_PROVIDER_VARIABLES) {
+            throw new BackendException(BackendException.Kind.INVALID, environment.size()
+                    + " provider variables; at most " + MAX_PROVIDER_VARIABLES);
+        }
+        environment.forEach((name, value) -> {
+            if (!VARIABLE_NAME.matcher(name).matches() || name.length() > MAX_PROVIDER_VARIABLE_CHARS) {
+                throw new BackendException(BackendException.Kind.INVALID, "not a variable name: '"
+                        + (name.length() > 64 ? name.substring(0, 64) + "..." : name) + "'");
+            }
+            if (value.length() > MAX_PROVIDER_VARIABLE_CHARS || value.indexOf('\0') >= 0) {
+                // The value is never echoed: it should be a placeholder, but a bad caller may send a secret.
+                throw new BackendException(BackendException.Kind.INVALID, "the value of " + name
+                        + " is over " + MAX_PROVIDER_VARIABLE_CHARS + " characters or holds a NUL");
+            }
+        });
+        if (credentialEpoch > providerEpoch) {
+            providerEnvironment = Map.copyOf(environment);
+            providerEpoch = credentialEpoch;
+        }
+        return providerEpoch;
     }
 
     private long register(WorkloadProcess process) {
