@@ -7,6 +7,9 @@ import java.time.temporal.ChronoUnit;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
 import java.util.stream.Collectors;
 
 import openshell.driver.ComputeDriver;
@@ -53,6 +56,8 @@ final class SandboxLifecycle {
     private final LaunchSealer sealer;
     private final SessionHub sessions;
     private final SecureRandom random = new SecureRandom();
+    private final ConcurrentHashMap<String, Long> sentGenerations = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, Object> policyLocks = new ConcurrentHashMap<>();
 
     SandboxLifecycle(SandboxStore store, ProviderStore providers, DriverRegistry drivers,
                      DriverEnvironment driverEnvironment, String driverName, LaunchSealer sealer, SessionHub sessions) {
@@ -147,6 +152,8 @@ final class SandboxLifecycle {
         sessions.disconnect(record.id());
         driver(record).delete(record.id(), record.provisioned().state());
         store.delete(record.id());
+        sentGenerations.remove(record.id().value());
+        policyLocks.remove(record.id().value());
     }
 
     /** @return what the driver observes of the sandbox now */
@@ -166,16 +173,43 @@ final class SandboxLifecycle {
      */
     PolicyOutcome setPolicy(SandboxRecord record, String document) {
         requireValid(document);
-        long generation = record.policyGeneration() + 1;
+        Sent sent = send(record, document);
         PolicyOutcome outcome;
         try {
-            outcome = sessions.pushPolicy(record.id(), generation, document.getBytes(StandardCharsets.UTF_8));
-        } catch (GatewayException e) {
-            sessions.note(record.id(), "policy generation " + generation + " not answered: " + e.getMessage());
-            throw e;
+            outcome = sent.verdict().get();
+        } catch (ExecutionException e) {
+            GatewayException why = SessionHub.unanswered(record.id(), e.getCause());
+            sessions.note(record.id(), "policy generation " + sent.generation() + " not answered: " + why.getMessage());
+            throw why;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new GatewayException(Reason.UNAVAILABLE, "interrupted");
         }
-        recordOutcome(record, generation, document, outcome);
+        recordOutcome(record, sent.generation(), document, outcome);
         return outcome;
+    }
+
+    /** A revision on its way: its generation and the supervisor's verdict to come. */
+    private record Sent(long generation, CompletableFuture<PolicyOutcome> verdict) {
+    }
+
+    /**
+     * Takes the next generation and sends the revision under one lock: two policy sets at once
+     * must neither share a generation nor reach the supervisor in the other order than their
+     * generations (the supervisor applies what arrives last; the record keeps the highest LOADED).
+     */
+    private Sent send(SandboxRecord record, String document) {
+        synchronized (policyLock(record)) {
+            long generation = sentGenerations.merge(record.id().value(), record.policyGeneration() + 1,
+                    (sent, proposed) -> Math.max(sent + 1, proposed));
+            return new Sent(generation, sessions.sendPolicy(record.id(), generation,
+                    document.getBytes(StandardCharsets.UTF_8)));
+        }
+    }
+
+    /** One lock per sandbox for its policy revisions (others are never held up). */
+    private Object policyLock(SandboxRecord record) {
+        return policyLocks.computeIfAbsent(record.id().value(), k -> new Object());
     }
 
     /**
@@ -186,8 +220,11 @@ final class SandboxLifecycle {
      */
     long sendPolicy(SandboxRecord record, String document) {
         requireValid(document);
-        long generation = record.policyGeneration() + 1;
-        sessions.sendPolicy(record.id(), generation, document.getBytes(StandardCharsets.UTF_8)).whenComplete((o, e) -> {
+        Sent sent = send(record, document);
+        long generation = sent.generation();
+        // Recorded off the session's thread, which delivered the verdict: it must never wait for
+        // the policy lock that a sender holds while its write waits for that same connection.
+        sent.verdict().whenCompleteAsync((o, e) -> {
             if (e != null) {
                 sessions.note(record.id(), "policy generation " + generation + " not answered: "
                         + SessionHub.unanswered(record.id(), e).getMessage());
@@ -199,15 +236,28 @@ final class SandboxLifecycle {
                 sessions.note(record.id(), "policy generation " + generation + " loaded but not recorded: "
                         + failure.getMessage());
             }
-        });
+        }, task -> Thread.ofVirtual().name("policy-verdict").start(task));
         sessions.note(record.id(), "policy generation " + generation + " sent");
         return generation;
     }
 
+    // Synchronized: the record keeps the highest generation the supervisor loaded, whatever order
+    // the verdicts arrive in (the supervisor applies revisions in the order they were sent).
     private void recordOutcome(SandboxRecord record, long generation, String document, PolicyOutcome outcome) {
+        synchronized (policyLock(record)) {
+            recordLocked(record, generation, document, outcome);
+        }
+    }
+
+    private void recordLocked(SandboxRecord record, long generation, String document, PolicyOutcome outcome) {
         if (outcome.getResult() == PolicyOutcome.Result.LOADED) {
             SandboxRecord current = store.find(record.id()).orElseThrow(() ->
                     new GatewayException(Reason.NOT_FOUND, "sandbox " + record.name() + " was deleted"));
+            if (current.policyGeneration() >= generation) {
+                sessions.note(record.id(), "policy generation " + generation + " LOADED, already superseded by generation "
+                        + current.policyGeneration());
+                return;
+            }
             store.update(current.withPolicy(generation, document));
             sessions.note(record.id(), "policy generation " + generation + " LOADED");
         } else {

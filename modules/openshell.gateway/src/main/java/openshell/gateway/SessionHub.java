@@ -130,24 +130,6 @@ final class SessionHub extends GatewaySessionGrpc.GatewaySessionImplBase {
     }
 
     /**
-     * Sends a validated policy generation and waits for the supervisor's verdict.
-     *
-     * @return the outcome
-     * @throws GatewayException UNAVAILABLE without a session or without an answer in {@link #POLICY_TIMEOUT}
-     */
-    PolicyOutcome pushPolicy(SandboxId id, long generation, byte[] document) {
-        CompletableFuture<PolicyOutcome> outcome = sendPolicy(id, generation, document);
-        try {
-            return outcome.get();
-        } catch (ExecutionException e) {
-            throw unanswered(id, e.getCause());
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new GatewayException(GatewayException.Reason.UNAVAILABLE, "interrupted");
-        }
-    }
-
-    /**
      * Sends a validated policy generation without waiting.
      *
      * @return the supervisor's verdict; completes exceptionally (a {@link GatewayException}

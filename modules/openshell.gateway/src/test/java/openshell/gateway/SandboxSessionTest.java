@@ -352,6 +352,33 @@ class SandboxSessionTest {
                         .add("policy", "version: 1\nbogus: 1\n").build()).status(), "invalid never reaches the supervisor");
                 assertTrue(sup.received.isEmpty(), "nothing was pushed for the invalid policy");
 
+                // Two policy sets at once: distinct generations, sent in their order; the verdicts may
+                // come back in any order and the record keeps the highest LOADED (what the supervisor enforces).
+                String earlier = POLICY.replace("/usr/bin/curl", "/usr/bin/first");
+                String later = POLICY.replace("/usr/bin/curl", "/usr/bin/second");
+                // Each on its own thread: the common pool may have a single worker on a 2-core machine.
+                java.util.concurrent.ExecutorService callers = java.util.concurrent.Executors.newVirtualThreadPerTaskExecutor();
+                CompletableFuture<Reply> setFirst = CompletableFuture.supplyAsync(() -> g.call("PUT",
+                        "/v1/sandboxes/web/policy", Json.createObjectBuilder().add("policy", earlier).build()), callers);
+                CompletableFuture<Reply> setSecond = CompletableFuture.supplyAsync(() -> g.call("PUT",
+                        "/v1/sandboxes/web/policy", Json.createObjectBuilder().add("policy", later).build()), callers);
+                GatewayMessage a = sup.next();
+                GatewayMessage b = sup.next();
+                assertEquals(List.of(4L, 5L), List.of(a.getPolicy().getGeneration(), b.getPolicy().getGeneration()),
+                        "after the FAILED generation 3: 4 and 5, in the order sent");
+                // The later generation's verdict first, then the earlier one's.
+                for (GatewayMessage m : List.of(b, a)) {
+                    sup.send.onNext(SupervisorMessage.newBuilder().setPolicyOutcome(PolicyOutcome.newBuilder()
+                            .setRevisionId(m.getPolicy().getRevisionId()).setGeneration(m.getPolicy().getGeneration())
+                            .setResult(PolicyOutcome.Result.LOADED)).build());
+                    Reply reply = await(m.getPolicy().getDocument().toStringUtf8().equals(earlier) ? setFirst : setSecond);
+                    assertEquals(200, reply.status(), reply.body());
+                }
+                JsonObject kept = g.call("GET", "/v1/sandboxes/web/policy", null).json();
+                assertEquals(5, kept.getInt("generation"));
+                assertEquals(b.getPolicy().getDocument().toStringUtf8(), kept.getString("policy"),
+                        "the record holds the document of the last revision sent");
+
                 // Exec: relayed over the session, streamed back as NDJSON with separate streams and the exit code.
                 CompletableFuture<Reply> exec = CompletableFuture.supplyAsync(() -> g.call("POST",
                         "/v1/sandboxes/web/exec", Json.createObjectBuilder()
@@ -393,7 +420,7 @@ class SandboxSessionTest {
             assertEquals("PROVISIONING", started.getString("state"));
             LaunchPlan relaunch = driver.plans.getLast();
             assertEquals(2, relaunch.runtimeGeneration());
-            assertEquals(2, relaunch.context().policy().generation(), "the relaunch enforces the recorded policy");
+            assertEquals(5, relaunch.context().policy().generation(), "the relaunch enforces the recorded policy");
             assertFalse(relaunch.context().sessionId().equals(plan.context().sessionId()));
             // The first launch's token is bound to generation 1: useless for generation 2.
             try (FakeSupervisor old = new FakeSupervisor(g.server().port())) {
