@@ -8,13 +8,6 @@ import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.Semaphore;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 
 import javax.net.ssl.SSLContext;
@@ -25,8 +18,6 @@ import io.grpc.Channel;
 import io.helidon.common.socket.HelidonSocket;
 import io.helidon.common.socket.PlainSocket;
 import io.helidon.common.socket.TlsSocket;
-import io.helidon.webclient.http2.Http2ClientConnection;
-import io.helidon.webclient.http2.Http2ClientImpl;
 
 /**
  * The supervisor's HTTP/2 connection to its gateway, for the gateway session. Not Helidon 4.1.7's
@@ -45,32 +36,12 @@ public final class GatewayConnection implements AutoCloseable {
 
     private static final AtomicLong IDS = new AtomicLong();
 
-    private final String id;
-    private final Socket socket;
-    private final String authority;
-    private final String scheme;
-    private final AtomicBoolean open = new AtomicBoolean(true);
-    private final CompletableFuture<Refusal> closed = new CompletableFuture<>();
-    private final ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
-    private final ScheduledExecutorService timers = Executors.newSingleThreadScheduledExecutor(
-            Thread.ofPlatform().daemon().name("gateway-connection-timer").factory());
-    private final Semaphore streams = new Semaphore(MAX_STREAMS);
-    private final HelidonSocket helidonSocket;
-    private final Http2ClientImpl http2Client;
-    private final Http2ClientConnection connection;
-    private final Channel channel;
+    private final CallConnection calls;
 
     private GatewayConnection(String id, Socket socket, HelidonSocket helidonSocket, String authority, String scheme) {
-        this.id = id;
-        this.socket = socket;
-        this.helidonSocket = helidonSocket;
-        this.authority = authority;
-        this.scheme = scheme;
-        Http2Connections.Opened opened = Http2Connections.open(helidonSocket, id, executor,
-                () -> close(Refusal.TRANSPORT_FAILED));
-        this.http2Client = opened.client();
-        this.connection = opened.connection();
-        this.channel = new LinkChannel(new Host());
+        // The session authenticates in-band: its first message carries the gateway token.
+        this.calls = new CallConnection(id, helidonSocket, MAX_STREAMS, Optional::empty, authority, scheme,
+                reason -> closeQuietly(socket));
     }
 
     /**
@@ -124,37 +95,22 @@ public final class GatewayConnection implements AutoCloseable {
 
     /** @return the gRPC channel whose calls are streams of this connection */
     public Channel channel() {
-        return channel;
+        return calls.channel();
     }
 
     /** @return whether the connection is still up */
     public boolean isOpen() {
-        return open.get();
+        return calls.isOpen();
     }
 
     /** @return completes with the reason once the connection closed */
     public CompletableFuture<Refusal> closed() {
-        return closed;
+        return calls.closed();
     }
 
     @Override
     public void close() {
-        close(Refusal.TRANSPORT_FAILED);
-    }
-
-    private void close(Refusal reason) {
-        if (open.compareAndSet(true, false)) {
-            try {
-                connection.close();
-            } catch (RuntimeException ignored) {
-                // the socket close below is what matters
-            }
-            closeQuietly(socket);
-            executor.shutdownNow();
-            closed.complete(reason);
-            // Pending deadlines still fire so no caller waits forever.
-            timers.schedule(timers::shutdownNow, 1, TimeUnit.MINUTES);
-        }
+        calls.close(Refusal.TRANSPORT_FAILED);
     }
 
     private static void closeQuietly(Socket socket) {
@@ -162,74 +118,6 @@ public final class GatewayConnection implements AutoCloseable {
             socket.close();
         } catch (IOException ignored) {
             // already failing
-        }
-    }
-
-    /** What a call needs of the connection. */
-    private final class Host implements CallHost {
-        @Override
-        public boolean isOpen() {
-            return open.get();
-        }
-
-        @Override
-        public Optional<Refusal> closedFor() {
-            return Optional.ofNullable(closed.getNow(null));
-        }
-
-        @Override
-        public Optional<String> bearer() {
-            // The session authenticates in-band: its first message carries the gateway token.
-            return Optional.empty();
-        }
-
-        @Override
-        public boolean takeStream() {
-            return streams.tryAcquire();
-        }
-
-        @Override
-        public void returnStream() {
-            streams.release();
-        }
-
-        @Override
-        public String authority() {
-            return authority;
-        }
-
-        @Override
-        public String scheme() {
-            return scheme;
-        }
-
-        @Override
-        public ExecutorService executor() {
-            return executor;
-        }
-
-        @Override
-        public void schedule(Duration delay, Runnable task) {
-            try {
-                timers.schedule(task, delay.toNanos(), TimeUnit.NANOSECONDS);
-            } catch (RejectedExecutionException e) {
-                task.run();
-            }
-        }
-
-        @Override
-        public Http2ClientConnection connection() {
-            return connection;
-        }
-
-        @Override
-        public HelidonSocket helidonSocket() {
-            return helidonSocket;
-        }
-
-        @Override
-        public Http2ClientImpl http2Client() {
-            return http2Client;
         }
     }
 }

@@ -4,26 +4,15 @@ import java.io.IOException;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.Semaphore;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 
 import javax.net.ssl.SSLSocket;
 
 import io.grpc.Channel;
 import io.helidon.common.buffers.BufferData;
-import io.helidon.common.buffers.DataWriter;
-import io.helidon.common.socket.HelidonSocket;
 import io.helidon.common.socket.TlsSocket;
 import io.helidon.http.http2.Http2FrameData;
 import io.helidon.http.http2.Http2Ping;
-import io.helidon.webclient.http2.Http2ClientConnection;
-import io.helidon.webclient.http2.Http2ClientImpl;
 
 /**
  * The supervisor's one protocol connection, whichever side dialed: TLS client pinned to the
@@ -39,34 +28,17 @@ public final class SupervisorLink implements AutoCloseable {
     private static final Duration WATCHDOG_PERIOD = Duration.ofMillis(500);
 
     private final ChannelSocket socket;
-    private final TokenSlot tokens;
-    private final String serverName;
     private final String id = "supervisor-link-" + IDS.incrementAndGet();
-    private final AtomicBoolean open = new AtomicBoolean(true);
-    private final CompletableFuture<Refusal> closed = new CompletableFuture<>();
-    private final ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
-    private final ScheduledExecutorService timers = Executors.newSingleThreadScheduledExecutor(
-            Thread.ofPlatform().daemon().name("supervisor-link-timer").factory());
-    private final Http2ClientImpl http2Client;
-    private final Http2ClientConnection connection;
-    private final TlsSocket helidonSocket;
-    private final Channel channel;
-    private final Semaphore streams = new Semaphore(ProtocolLimits.MAX_CONCURRENT_STREAMS);
+    private final CallConnection calls;
     private volatile long lastPingNanos = System.nanoTime();
-    private final DataWriter frames;
 
     private SupervisorLink(ChannelSocket socket, SSLSocket tls, TokenSlot tokens, String serverName) {
         this.socket = socket;
-        this.tokens = tokens;
-        this.serverName = serverName;
-        this.helidonSocket = TlsSocket.client(tls, id);
-        Http2Connections.Opened opened = Http2Connections.open(helidonSocket, id, executor,
-                () -> close(Refusal.TRANSPORT_FAILED));
-        this.http2Client = opened.client();
-        this.connection = opened.connection();
-        // One lock for every write: Helidon writes each frame as one call, and so does ping().
-        this.frames = opened.writer();
-        this.channel = new LinkChannel(new Host());
+        this.calls = new CallConnection(id, TlsSocket.client(tls, id), ProtocolLimits.MAX_CONCURRENT_STREAMS,
+                () -> Optional.of(tokens.current().sandboxToken()), serverName, "https", reason -> {
+                    LOGGER.log(System.Logger.Level.INFO, id + " closed: " + reason);
+                    closeQuietly(socket);
+                });
         Thread.ofVirtual().name(id + "-keepalive").start(this::keepalive);
     }
 
@@ -91,7 +63,7 @@ public final class SupervisorLink implements AutoCloseable {
      * @return the channel
      */
     public Channel channel() {
-        return channel;
+        return calls.channel();
     }
 
     /**
@@ -100,7 +72,7 @@ public final class SupervisorLink implements AutoCloseable {
      * @return true while open
      */
     public boolean isOpen() {
-        return open.get();
+        return calls.isOpen();
     }
 
     /**
@@ -109,7 +81,7 @@ public final class SupervisorLink implements AutoCloseable {
      * @return the future reason
      */
     public CompletableFuture<Refusal> closed() {
-        return closed;
+        return calls.closed();
     }
 
     /**
@@ -118,7 +90,7 @@ public final class SupervisorLink implements AutoCloseable {
      * @return the reason
      */
     public Optional<Refusal> closedFor() {
-        return Optional.ofNullable(closed.getNow(null));
+        return calls.closedFor();
     }
 
     @Override
@@ -127,19 +99,7 @@ public final class SupervisorLink implements AutoCloseable {
     }
 
     void close(Refusal reason) {
-        if (open.compareAndSet(true, false)) {
-            LOGGER.log(System.Logger.Level.INFO, id + " closed: " + reason);
-            try {
-                connection.close();
-            } catch (RuntimeException ignored) {
-                // the socket close below is what matters
-            }
-            closeQuietly(socket);
-            executor.shutdownNow();
-            closed.complete(reason);
-            // Pending deadlines still fire so no caller waits forever.
-            timers.schedule(timers::shutdownNow, 1, TimeUnit.MINUTES);
-        }
+        calls.close(reason);
     }
 
     /**
@@ -148,91 +108,11 @@ public final class SupervisorLink implements AutoCloseable {
      * @return count, at most {@link ProtocolLimits#MAX_CONCURRENT_STREAMS}
      */
     public int openStreams() {
-        return ProtocolLimits.MAX_CONCURRENT_STREAMS - streams.availablePermits();
-    }
-
-    /** A stream slot for a new call, or false at {@link ProtocolLimits#MAX_CONCURRENT_STREAMS}. */
-    boolean takeStream() {
-        return streams.tryAcquire();
-    }
-
-    void returnStream() {
-        streams.release();
-    }
-
-    void schedule(Duration delay, Runnable task) {
-        try {
-            timers.schedule(task, delay.toNanos(), TimeUnit.NANOSECONDS);
-        } catch (RejectedExecutionException e) {
-            task.run();
-        }
-    }
-
-    /** What a call needs of the link; a view, so none of Helidon's types join the link's API. */
-    private final class Host implements CallHost {
-        @Override
-        public boolean isOpen() {
-            return SupervisorLink.this.isOpen();
-        }
-
-        @Override
-        public Optional<Refusal> closedFor() {
-            return SupervisorLink.this.closedFor();
-        }
-
-        @Override
-        public Optional<String> bearer() {
-            return Optional.of(tokens.current().sandboxToken());
-        }
-
-        @Override
-        public boolean takeStream() {
-            return SupervisorLink.this.takeStream();
-        }
-
-        @Override
-        public void returnStream() {
-            SupervisorLink.this.returnStream();
-        }
-
-        @Override
-        public String authority() {
-            return serverName;
-        }
-
-        @Override
-        public String scheme() {
-            return "https";
-        }
-
-        @Override
-        public ExecutorService executor() {
-            return executor;
-        }
-
-        @Override
-        public void schedule(Duration delay, Runnable task) {
-            SupervisorLink.this.schedule(delay, task);
-        }
-
-        @Override
-        public Http2ClientConnection connection() {
-            return connection;
-        }
-
-        @Override
-        public HelidonSocket helidonSocket() {
-            return helidonSocket;
-        }
-
-        @Override
-        public Http2ClientImpl http2Client() {
-            return http2Client;
-        }
+        return calls.openStreams();
     }
 
     private void keepalive() {
-        while (open.get()) {
+        while (calls.isOpen()) {
             try {
                 Thread.sleep(WATCHDOG_PERIOD);
             } catch (InterruptedException e) {
@@ -264,7 +144,7 @@ public final class SupervisorLink implements AutoCloseable {
      */
     private void ping() {
         Http2FrameData frame = Http2Ping.create().toFrameData();
-        frames.writeNow(BufferData.create(frame.header().write(), frame.data()));
+        calls.frames().writeNow(BufferData.create(frame.header().write(), frame.data()));
     }
 
     private static void closeQuietly(ChannelSocket socket) {
