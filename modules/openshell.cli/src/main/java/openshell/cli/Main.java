@@ -36,7 +36,7 @@ public final class Main {
                                                                    sandbox (operator configuration, never policy)
               gateway status                                       is the gateway up, and where
               gateway stop                                         stop a background gateway
-              sandbox create --policy FILE [--name N] [--workspace DIR] [--provider P]... [--env K=V]...
+              sandbox create --policy FILE [--name N] [--driver D] [--workspace DIR] [--provider P]... [--env K=V]...
                              [--no-wait] -- AGENT...               admit and launch; waits until it runs
               sandbox list                                         every sandbox
               sandbox get NAME                                     one sandbox (recorded and observed state)

@@ -56,6 +56,7 @@ final class SandboxCommands {
         String policyFile = null;
         String name = null;
         String workspace = null;
+        String driver = null;
         boolean wait = true;
         JsonArrayBuilder providers = Json.createArrayBuilder();
         JsonObjectBuilder env = Json.createObjectBuilder();
@@ -66,6 +67,7 @@ final class SandboxCommands {
                 case "--name" -> name = Main.value(in, option);
                 case "--workspace" -> workspace = Path.of(Main.value(in, option)).toAbsolutePath().normalize().toString();
                 case "--provider" -> providers.add(Main.value(in, option));
+                case "--driver" -> driver = Main.value(in, option);
                 case "--env" -> {
                     String kv = Main.value(in, option);
                     int eq = kv.indexOf('=');
@@ -93,6 +95,10 @@ final class SandboxCommands {
         }
         if (workspace != null) {
             body.add("workspace", workspace);
+        }
+        if (driver != null) {
+            // A request may only name the driver the gateway's own configuration runs; it never picks one.
+            body.add("driver", driver);
         }
         GatewayClient gateway = GatewayClient.connect(main.state());
         GatewayClient.Reply reply = gateway.call("POST", "/v1/sandboxes", body.build());

@@ -98,6 +98,7 @@ public final class GatewayMain {
         String dbUser = "openshell";
         Map<String, String> driverSettings = new LinkedHashMap<>();
         OperatorNetwork network = OperatorNetwork.none();
+        String driver = "process";
         while (!in.isEmpty()) {
             String option = in.pop();
             switch (option) {
@@ -106,6 +107,7 @@ public final class GatewayMain {
                 case "--port" -> port = port(value(in, option));
                 case "--database-url" -> dbUrl = value(in, option);
                 case "--database-user" -> dbUser = value(in, option);
+                case "--driver" -> driver = value(in, option);
                 case "--host-alias" -> network = network.withAlias(value(in, option));
                 case "--upstream-ca" -> network = network.withAuthorities(Path.of(value(in, option)));
                 case "--driver-setting" -> {
@@ -127,7 +129,7 @@ public final class GatewayMain {
                 .filter(v -> !v.isBlank()).ifPresent(v -> driverSettings.putIfAbsent(setting, v)));
         String password = System.getenv().getOrDefault("OPENSHELL_DATABASE_PASSWORD", "");
         StoreConfig store = dbUrl == null ? StoreConfig.embedded(state) : new StoreConfig(dbUrl, dbUser, password);
-        return new GatewayConfig(state, host, port, store, "process", driverSettings, network);
+        return new GatewayConfig(state, host, port, store, driver, driverSettings, network);
     }
 
     static Path defaultState() {

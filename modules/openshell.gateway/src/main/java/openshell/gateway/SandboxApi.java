@@ -110,6 +110,9 @@ final class SandboxApi {
         }
         LaunchSpec spec = LaunchSpec.from(in);
         String name = in.get("name") instanceof JsonString s ? s.getString() : "";
+        if (in.containsKey("driver")) {
+            lifecycle.requireDriver(in.get("driver") instanceof JsonString d ? d.getString() : String.valueOf(in.get("driver")));
+        }
         GatewayServer.send(res, Status.CREATED_201, JsonBodies.sandbox(lifecycle.create(name, policy, spec)));
     }
 

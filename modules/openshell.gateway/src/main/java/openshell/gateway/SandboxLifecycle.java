@@ -79,6 +79,20 @@ final class SandboxLifecycle {
     }
 
     /**
+     * Checks a driver a request named: the gateway's trusted configuration decides which driver
+     * runs its sandboxes, so a request may confirm it but never pick another.
+     *
+     * @param requested the driver the request named
+     * @throws GatewayException INVALID for any other driver, saying which one this gateway runs
+     */
+    void requireDriver(String requested) {
+        if (!driverName.equals(requested)) {
+            throw new GatewayException(Reason.INVALID, "this gateway runs sandboxes on the '" + driverName
+                    + "' driver, not '" + requested + "': its own configuration decides (gateway start --driver NAME)");
+        }
+    }
+
+    /**
      * Admits and launches a sandbox. Nothing is left behind when it fails.
      *
      * @param name   the requested name, or empty for one derived from the id

@@ -279,8 +279,14 @@ class SandboxSessionTest {
             assertEquals(201, g.call("POST", "/v1/providers", Json.createObjectBuilder().add("name", "github")
                     .add("env", "GITHUB_TOKEN").add("hosts", Json.createArrayBuilder().add("api.github.com"))
                     .add("value", "ghp_topSecret42").build()).status());
-            // A request cannot choose the driver: "driver" is not a field admission reads.
-            JsonObject body = Json.createObjectBuilder(createBody("web", POLICY)).add("driver", "docker")
+            // A request cannot choose the driver: it may name the one the gateway's configuration runs, no other.
+            Reply refusedDriver = g.call("POST", "/v1/sandboxes", Json.createObjectBuilder(createBody("web", POLICY))
+                    .add("driver", "docker").build());
+            assertEquals(400, refusedDriver.status(), refusedDriver.body());
+            assertTrue(refusedDriver.body().contains("runs sandboxes on the 'recording' driver, not 'docker'"),
+                    refusedDriver.body());
+            assertTrue(driver.plans.isEmpty(), "nothing was launched for the refused request");
+            JsonObject body = Json.createObjectBuilder(createBody("web", POLICY)).add("driver", "recording")
                     .add("providers", Json.createArrayBuilder().add("github")).build();
             Reply created = g.call("POST", "/v1/sandboxes", body);
             assertEquals(201, created.status(), created.body());

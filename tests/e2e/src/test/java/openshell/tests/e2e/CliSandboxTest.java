@@ -163,6 +163,10 @@ class CliSandboxTest {
         assertEquals("{\"sandboxes\":[]}", cli("--output", "json", "sandbox", "list").out().strip());
 
         Path good = Files.writeString(tmp.resolve("good.yaml"), POLICY);
+        Cli.Result otherDriver = cli("sandbox", "create", "--policy", good.toString(), "--driver", "docker", "--", "/bin/true");
+        assertEquals(1, otherDriver.exit(), otherDriver.err());
+        assertTrue(otherDriver.err().contains("runs sandboxes on the 'process' driver, not 'docker'"), otherDriver.err());
+        assertEquals("{\"sandboxes\":[]}", cli("--output", "json", "sandbox", "list").out().strip(), "nothing was created");
         for (String[] args : new String[][] {
                 {"sandbox", "exec", "nope", "--", "/bin/true"},
                 {"sandbox", "stop", "nope"},
