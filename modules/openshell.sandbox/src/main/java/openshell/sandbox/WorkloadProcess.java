@@ -25,7 +25,9 @@ import openshell.linux.Pty;
  * One workload process the runtime started (the agent or an exec): its standard streams (pipes,
  * or a terminal whose output merges stdout and stderr), signals, and its exit status, which is
  * reported only after its output was read to the end (or {@link #OUTPUT_DRAIN_WAIT} passed, for
- * a process that left a descendant holding the stream open).
+ * a process that left a descendant holding the stream open). Output nobody has taken is not
+ * waited for: a killed agent whose output no client reads ends at once, not a drain wait later
+ * (the supervisor-loss bound counted that wait too).
  */
 final class WorkloadProcess implements ExecSession, BoundaryProcess {
     /** After exit, the longest wait for the output streams to be read to their end. */
@@ -41,6 +43,7 @@ final class WorkloadProcess implements ExecSession, BoundaryProcess {
     private final Optional<Pty> terminal;
     private final CountDownLatch drained;
     private final CompletableFuture<ExitStatus> exit = new CompletableFuture<>();
+    private final java.util.concurrent.atomic.AtomicBoolean outputTaken = new java.util.concurrent.atomic.AtomicBoolean();
 
     WorkloadProcess(Cgroup leaf, ChildProcess process, OwnedFd stdin, OwnedFd stdout, Optional<OwnedFd> stderr,
                     Optional<Pty> terminal) {
@@ -73,7 +76,9 @@ final class WorkloadProcess implements ExecSession, BoundaryProcess {
             }
             ChildExit done = e.get();
             try {
-                drained.await(OUTPUT_DRAIN_WAIT.toMillis(), TimeUnit.MILLISECONDS);
+                if (outputTaken.get()) {
+                    drained.await(OUTPUT_DRAIN_WAIT.toMillis(), TimeUnit.MILLISECONDS);
+                }
             } catch (InterruptedException x) {
                 Thread.currentThread().interrupt();
             }
@@ -137,6 +142,7 @@ final class WorkloadProcess implements ExecSession, BoundaryProcess {
     }
 
     private InputStream stream(OwnedFd fd) {
+        outputTaken.set(true);
         return new InputStream() {
             private boolean ended;
 

@@ -384,9 +384,12 @@ final class SandboxMediation implements AutoCloseable {
         return authority;
     }
 
-    /** @return the number of live relays */
+    /**
+     * @return the connections holding a relay slot: live relays and those still being opened or
+     *         closed (the bound admission counts; a relay leaves the live set before its slot frees)
+     */
     int activeRelays() {
-        return relays.size();
+        return maxActiveRelays - relaySlots.availablePermits();
     }
 
     PolicyInstallation policies() {
