@@ -7,7 +7,9 @@
  * WebSocket: Helidon 4.1.7 has no WebSocket modules in our mirror, and the gRPC stack is already
  * proven here. Ctrl-C on a PTY is a key the remote terminal turns into SIGINT; on pipes it
  * ends the CLI and the gateway terminates the command's whole tree. Both directions are flow-controlled by credit (see {@code ExecStream}); the exit
- * code arrives after all output. {@code policy check} and {@code policy explain} use the policy engine locally, because
+ * code arrives after all output. {@code sandbox forward} relays each connection to a local
+ * loopback listener over the same stream, started with a port instead of a command, to that port
+ * on the sandbox's own loopback. {@code policy check} and {@code policy explain} use the policy engine locally, because
  * checking a policy must not need a running gateway.
  *
  * <p>Exit codes: 0 success (for explain: allowed); 1 the operation failed (for check: the policy
@@ -20,6 +22,7 @@
  * <tr><td>{@code ExecStream.OUTPUT_WINDOW}</td><td>16 KiB</td><td>the gateway waits until the CLI wrote output out</td></tr>
  * <tr><td>{@code ExecStream.STDIN_CHUNK}</td><td>8 KiB</td><td>stdin is sent in chunks of at most this</td></tr>
  * <tr><td>{@code ExecStream.START_TIMEOUT_SECONDS}</td><td>60 s</td><td>the exec fails (exit 1) if not started</td></tr>
+ * <tr><td>{@code PortForward.MAX_CONNECTIONS}</td><td>32</td><td>{@code sandbox forward} closes a further local connection at once, with a line on stderr</td></tr>
  * <tr><td>{@code LocalTerminal.RESIZE_POLL_MILLIS}</td><td>500 ms</td><td>a resize reaches the remote terminal within this</td></tr>
  * <tr><td>{@code LocalTerminal.STTY_TIMEOUT_SECONDS}</td><td>5 s</td><td>stty is killed; no raw mode or size</td></tr>
  * </table>

@@ -23,7 +23,7 @@
  * audience, sandbox, generation and lineage must match the record and the epoch must be no lower
  * than the recorded one. Right after a hello the gateway refreshes the pair with the next epoch
  * (so an opening token is spent; after a restart the old lineage's tokens die at once), and again
- * {@code REFRESH_MARGIN} before expiry. Policy sets, exec relays and logs travel on this stream.
+ * {@code REFRESH_MARGIN} before expiry. Policy sets, exec and forward relays and logs travel on this stream.
  * Plain HTTP/2 suits a loopback gateway; a gateway on another host needs TLS in front.
  *
  * <h2>Gateway restarts</h2>
@@ -50,7 +50,11 @@
  * gateway queues at most {@code SessionExec.OUTPUT_WINDOW} per exec and returns credit to the
  * supervisor only once the bytes went out to the caller, which itself grants credit as it
  * consumes). A caller that disconnects, cancels or half-closes its stream before the exit
- * terminates the exec (its whole process tree); nothing detaches.
+ * terminates the exec (its whole process tree); nothing detaches. A port forward
+ * ({@code openshell sandbox forward}) is the same stream and the same session relay started with
+ * {@code forward_port} instead of argv: its far end is one connection the supervisor opens through
+ * the running boundary to that port on the sandbox's own loopback, never any other address, and it
+ * counts against the same per-session bound as execs.
  *
  * <h2>Storage</h2>
  * Sandbox records live in an embedded H2 database under the state directory by default (zero

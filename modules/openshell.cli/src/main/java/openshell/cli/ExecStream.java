@@ -129,9 +129,31 @@ final class ExecStream {
         ExecStart.Builder start = ExecStart.newBuilder().setApiToken(token).setSandbox(sandbox).addAllArgv(argv).putAllEnvironment(env)
                 .setOutputWindow(OUTPUT_WINDOW);
         terminal.ifPresent(size -> start.setTerminal(TerminalSize.newBuilder().setColumns(size[0]).setRows(size[1])));
+        return open(channel, start.build(), stdout, stderr);
+    }
+
+    /**
+     * Opens one forwarded connection: what {@link #pumpStdin} sends goes to {@code port} on the
+     * sandbox's loopback, what comes back is written to {@code back}; exit code 0 means the
+     * sandbox side ended the connection.
+     *
+     * @param channel to the gateway
+     * @param token   the API token
+     * @param sandbox name or id
+     * @param port    1..65535 inside the sandbox
+     * @param back    where the connection's bytes go
+     * @return the open relay
+     * @throws CliException FAILED if the gateway refuses it
+     */
+    static ExecStream forward(Channel channel, String token, String sandbox, int port, OutputStream back) {
+        return open(channel, ExecStart.newBuilder().setApiToken(token).setSandbox(sandbox).setForwardPort(port)
+                .setOutputWindow(OUTPUT_WINDOW).build(), back, OutputStream.nullOutputStream());
+    }
+
+    private static ExecStream open(Channel channel, ExecStart start, OutputStream stdout, OutputStream stderr) {
         ExecStream stream;
         try {
-            stream = new ExecStream(channel, start.build(), stdout, stderr);
+            stream = new ExecStream(channel, start, stdout, stderr);
         } catch (java.io.UncheckedIOException e) {
             throw new CliException(CliException.NO_GATEWAY, "the gateway does not answer: " + e.getMessage()
                     + "; is it running? (openshell gateway status)");

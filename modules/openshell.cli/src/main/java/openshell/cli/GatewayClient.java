@@ -57,6 +57,15 @@ final class GatewayClient {
         return ExecStream.start(ExecStream.channel(url), token, sandbox, argv, env, terminal, stdout, stderr);
     }
 
+    /**
+     * Opens one forwarded connection to a loopback port inside the sandbox.
+     *
+     * @return the open relay
+     */
+    ExecStream forward(String sandbox, int port, java.io.OutputStream back) {
+        return ExecStream.forward(ExecStream.channel(url), token, sandbox, port, back);
+    }
+
     static GatewayClient connect(Path state) {
         JsonObject endpoint = endpoint(state);
         String token;

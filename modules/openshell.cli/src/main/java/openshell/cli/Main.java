@@ -46,6 +46,9 @@ public final class Main {
                                                                    CMD's exit code; Ctrl-C ends CMD's tree
               sandbox connect NAME [-- CMD...]                     interactive shell (or CMD) on a PTY: raw
                                                                    terminal, window size follows yours
+              sandbox forward NAME [LOCAL:]PORT                    relay 127.0.0.1:LOCAL on this host (default
+                                                                   LOCAL = PORT, 0 = any) to PORT on the
+                                                                   sandbox's own loopback, until Ctrl-C
               sandbox logs NAME                                    the supervisor's recent log lines
               sandbox stop NAME | sandbox start NAME [--no-wait]   stop every process / launch again
               sandbox delete NAME                                  kill everything of a sandbox and remove it
@@ -301,10 +304,13 @@ public final class Main {
             case "connect" -> {
                 return SandboxCommands.connect(this, in);
             }
+            case "forward" -> {
+                return PortForward.run(this, in);
+            }
             case "logs" -> SandboxCommands.logs(this, in);
             case "stop" -> SandboxCommands.stop(this, in);
             case "start" -> SandboxCommands.start(this, in);
-            default -> throw usage("sandbox create|list|get|exec|connect|logs|stop|start|delete");
+            default -> throw usage("sandbox create|list|get|exec|connect|forward|logs|stop|start|delete");
         }
         return 0;
     }

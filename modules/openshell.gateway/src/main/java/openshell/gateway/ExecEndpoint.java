@@ -27,6 +27,8 @@ import openshell.protocol.wire.RemoteTerminalSize;
  * (cancel, disconnect, or the caller's half-close) terminates the exec. The first frame must carry
  * the API token: Helidon 4.1.7's gRPC server gives interceptors header names instead of values,
  * so the token cannot be checked as a header; without it nothing runs and nothing is looked up.
+ * A start with {@code forward_port} is a port forward ({@code openshell sandbox forward}): the same
+ * relay, with one connection to that port on the sandbox's own loopback at its far end.
  */
 final class ExecEndpoint extends SandboxExecGrpc.SandboxExecImplBase {
     /** Output window when the caller announces none. */
@@ -38,6 +40,8 @@ final class ExecEndpoint extends SandboxExecGrpc.SandboxExecImplBase {
      * parse a message spanning two HTTP/2 DATA frames (see {@link SessionExec#MAX_STDIN_PIECE}).
      */
     static final int MAX_OUTPUT_PIECE = 8 * 1024;
+    /** Highest TCP port a forward may name. */
+    static final int MAX_PORT = 65535;
     /** How often the relay checks that its caller is still there while no output comes. */
     static final Duration POLL = Duration.ofSeconds(1);
 
@@ -105,19 +109,7 @@ final class ExecEndpoint extends SandboxExecGrpc.SandboxExecImplBase {
                 return;
             }
             try {
-                if (start.getArgvCount() == 0) {
-                    throw new GatewayException(GatewayException.Reason.INVALID, "argv must not be empty");
-                }
-                SandboxRecord record = sandboxes.find(start.getSandbox());
-                RemoteExec.Builder exec = RemoteExec.newBuilder().addAllArgv(start.getArgvList())
-                        .putAllEnvironment(sandboxes.execEnvironment(record, start.getEnvironmentMap()))
-                        .setWorkingDirectory(start.getWorkingDirectory());
-                if (start.hasTerminal()) {
-                    exec.setTerminal(RemoteTerminalSize.newBuilder()
-                            .setColumns(checkedSize(start.getTerminal().getColumns()))
-                            .setRows(checkedSize(start.getTerminal().getRows())));
-                }
-                relay = sessions.exec(record.id(), exec);
+                relay = start.getForwardPort() != 0 ? forward(start) : exec(start);
             } catch (GatewayException e) {
                 fail(e.reason().name() + ": " + e.getMessage());
                 return;
@@ -131,6 +123,37 @@ final class ExecEndpoint extends SandboxExecGrpc.SandboxExecImplBase {
             send(ExecServerFrame.newBuilder().setStarted(ExecStarted.newBuilder()
                     .setStdinWindow(SessionExec.STDIN_WINDOW).setOutputWindow(clientWindow)).build());
             Thread.ofVirtual().name("exec-relay-" + relay.execId).start(() -> pump(relay));
+        }
+
+        private SessionExec exec(ExecStart start) {
+            if (start.getArgvCount() == 0) {
+                throw new GatewayException(GatewayException.Reason.INVALID, "argv must not be empty");
+            }
+            SandboxRecord record = sandboxes.find(start.getSandbox());
+            RemoteExec.Builder exec = RemoteExec.newBuilder().addAllArgv(start.getArgvList())
+                    .putAllEnvironment(sandboxes.execEnvironment(record, start.getEnvironmentMap()))
+                    .setWorkingDirectory(start.getWorkingDirectory());
+            if (start.hasTerminal()) {
+                exec.setTerminal(RemoteTerminalSize.newBuilder()
+                        .setColumns(checkedSize(start.getTerminal().getColumns()))
+                        .setRows(checkedSize(start.getTerminal().getRows())));
+            }
+            return sessions.exec(record.id(), exec);
+        }
+
+        /** A port forward: nothing runs, the supervisor connects to the sandbox's own loopback port. */
+        private SessionExec forward(ExecStart start) {
+            int port = start.getForwardPort();
+            if (port < 1 || port > MAX_PORT) {
+                throw new GatewayException(GatewayException.Reason.INVALID, "forward port out of range 1.."
+                        + MAX_PORT + ": " + Integer.toUnsignedString(port));
+            }
+            if (start.getArgvCount() > 0 || start.getEnvironmentCount() > 0 || !start.getWorkingDirectory().isEmpty()
+                    || start.hasTerminal()) {
+                throw new GatewayException(GatewayException.Reason.INVALID,
+                        "a forward runs nothing: argv, environment, working directory and terminal must be empty");
+            }
+            return sessions.exec(sandboxes.find(start.getSandbox()).id(), RemoteExec.newBuilder().setForwardPort(port));
         }
 
         /** Supervisor events to the caller, in order; output only within the caller's credit. */

@@ -60,6 +60,34 @@ class ExecEndpointTest {
         assertEquals(1, startWith("wrong").size());
     }
 
+    private List<ExecServerFrame> forward(ExecStart.Builder start) {
+        ExecEndpoint endpoint = new ExecEndpoint(null, null, ApiToken.loadOrCreate(state));
+        Recorder out = new Recorder();
+        String real;
+        try {
+            real = Files.readString(state.resolve(ApiToken.FILE)).strip();
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+        endpoint.exec(out).onNext(ExecClientFrame.newBuilder().setStart(start.setApiToken(real).setSandbox("anything"))
+                .build());
+        assertTrue(out.completed, "the stream is ended");
+        return out.frames;
+    }
+
+    /** A forward past the port range, or one that also names something to run, is refused before any lookup. */
+    @Test
+    void aBadForwardIsRefusedBeforeAnythingIsLookedUp() {
+        String beyond = forward(ExecStart.newBuilder().setForwardPort(ExecEndpoint.MAX_PORT + 1)).getFirst().getError();
+        assertTrue(beyond.startsWith("INVALID: forward port out of range 1..65535: 65536"), beyond);
+        String both = forward(ExecStart.newBuilder().setForwardPort(ExecEndpoint.MAX_PORT).addArgv("/bin/sh"))
+                .getFirst().getError();
+        assertTrue(both.startsWith("INVALID: a forward runs nothing"), both);
+        String terminal = forward(ExecStart.newBuilder().setForwardPort(80).setTerminal(
+                openshell.protocol.exec.TerminalSize.newBuilder().setColumns(80).setRows(24))).getFirst().getError();
+        assertTrue(terminal.startsWith("INVALID: a forward runs nothing"), terminal);
+    }
+
     @Test
     void aFirstFrameThatIsNotAStartEndsTheStream() {
         ExecEndpoint endpoint = new ExecEndpoint(null, null, ApiToken.loadOrCreate(state));

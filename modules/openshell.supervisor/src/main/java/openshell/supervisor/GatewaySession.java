@@ -35,7 +35,7 @@ import openshell.protocol.wire.TokenRefresh;
  * The supervisor's one outbound session to its gateway ({@code GatewaySession.Open}): hello with
  * the gateway-audience token of the current epoch, then whatever the gateway sends: the recorded
  * policy, policy revisions (answered LOADED/FAILED), token refreshes (handed on, then
- * acknowledged), exec relays (flow-controlled by credit, see {@link GatewayExec}); and log lines
+ * acknowledged), exec and port-forward relays (flow-controlled by credit, see {@link GatewayExec}); and log lines
  * upward. When the stream ends it reconnects with the newest token after {@link #RECONNECT_DELAY},
  * until {@link #close()}; execs of a lost stream are terminated, because their caller is gone. The gateway refreshes the
  * pair right after every hello, so a token is spent once it opened a session.
@@ -49,7 +49,7 @@ final class GatewaySession implements AutoCloseable {
      * failing, which ends the call and lets this session reconnect.
      */
     static final Duration LIVENESS_INTERVAL = Duration.ofSeconds(5);
-    /** Execs the gateway may run at once through this session; further ones get an error event. */
+    /** Execs and forwards the gateway may run at once through this session; further ones get an error event. */
     static final int MAX_EXECS = 64;
     /**
      * Largest chunk of exec output per message: one message stays inside one 16 KiB HTTP/2 DATA
@@ -295,6 +295,10 @@ final class GatewaySession implements AutoCloseable {
                 return;
             }
             execs.put(id, relay);
+            if (e.getForwardPort() != 0) {
+                forward(relay, e, output);
+                return;
+            }
             GatewaySessionHandler.ExecCommand command = new GatewaySessionHandler.ExecCommand(e.getArgvList(),
                     e.getEnvironmentMap(), e.getWorkingDirectory().isEmpty() ? "/" : e.getWorkingDirectory(),
                     e.hasTerminal(), e.getTerminal().getColumns(), e.getTerminal().getRows());
@@ -308,6 +312,29 @@ final class GatewaySession implements AutoCloseable {
                 }
                 try {
                     relay.pumpStdin(n -> send(event(RemoteExecEvent.newBuilder().setExecId(id).setStdinCredit(n))));
+                } catch (InterruptedException interrupted) {
+                    relay.terminate();
+                }
+            });
+        }
+
+        /** A port forward: the same relay with a connection instead of a process at its end. */
+        private void forward(GatewayExec relay, RemoteExec e, GatewaySessionHandler.ExecOutput output) {
+            int port = e.getForwardPort();
+            if (port < 1 || port > 65535 || e.getArgvCount() > 0 || e.hasTerminal()) {
+                output.error("a forward names a port 1..65535 and nothing to run, not port "
+                        + Integer.toUnsignedString(port) + (e.getArgvCount() > 0 ? " with argv" : ""));
+                return;
+            }
+            Thread.ofVirtual().name("gateway-forward-" + relay.id()).start(() -> {
+                try {
+                    relay.started(handler.forward(port, output));
+                } catch (RuntimeException failure) {
+                    output.error("forward to port " + port + " failed: " + failure.getMessage());
+                    return;
+                }
+                try {
+                    relay.pumpStdin(n -> send(event(RemoteExecEvent.newBuilder().setExecId(relay.id()).setStdinCredit(n))));
                 } catch (InterruptedException interrupted) {
                     relay.terminate();
                 }

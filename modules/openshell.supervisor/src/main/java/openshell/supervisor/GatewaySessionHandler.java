@@ -94,4 +94,15 @@ interface GatewaySessionHandler {
      * @return its standard input and controls
      */
     ExecControl exec(ExecCommand command, ExecOutput output);
+
+    /**
+     * Connects to a loopback port inside the running boundary and relays it like an exec: the
+     * connection's bytes go to {@code output} as stdout, its end as exit 0; writes go to the
+     * connection and close half-closes it; resize and signal do nothing; terminate closes it.
+     *
+     * @param port   1..65535 on the boundary's loopback
+     * @param output where the connection's bytes and end go
+     * @return the connection's input side and controls
+     */
+    ExecControl forward(int port, ExecOutput output);
 }

@@ -6,9 +6,11 @@ import java.io.UncheckedIOException;
 import java.time.Instant;
 import java.util.function.Consumer;
 
+import openshell.isolation.ByteChannel;
 import openshell.isolation.ExecSession;
 import openshell.isolation.ExecSpec;
 import openshell.isolation.ExitStatus;
+import openshell.isolation.LoopbackTarget;
 import openshell.isolation.ProcessSignal;
 import openshell.isolation.TerminalSize;
 import openshell.protocol.TokenPair;
@@ -18,7 +20,8 @@ import openshell.supervisor.spi.GatewaySessionClient;
  * The supervisor's gateway session as the {@link GatewaySessionClient} service its main loads:
  * {@link GatewaySession} over gRPC with the main's callback behind it. Exec relays pump the
  * boundary's streams into session messages, each stream on its own virtual thread, and send the
- * exit status only after both output streams are drained.
+ * exit status only after both output streams are drained; forward relays do the same with one
+ * connection to a loopback port inside the boundary.
  */
 public final class SessionClientProvider implements GatewaySessionClient {
     /** Read size of one output pump. */
@@ -135,6 +138,63 @@ public final class SessionClientProvider implements GatewaySessionClient {
                     } catch (RuntimeException e) {
                         // Already gone.
                     }
+                }
+            };
+        }
+
+        @Override
+        public ExecControl forward(int port, ExecOutput output) {
+            ByteChannel connection = callback.forward(LoopbackTarget.of(port));
+            Thread.ofVirtual().name("forward-pump").start(() -> {
+                byte[] buffer = new byte[PUMP_BYTES];
+                try (InputStream in = connection.input()) {
+                    int n;
+                    while ((n = in.read(buffer)) >= 0) {
+                        if (n > 0) {
+                            output.stdout(java.util.Arrays.copyOf(buffer, n));
+                        }
+                    }
+                    output.exit(0);
+                } catch (IOException e) {
+                    output.error("the forwarded connection to port " + port + " broke: " + e.getMessage());
+                } finally {
+                    connection.close();
+                }
+            });
+            return new ExecControl() {
+                @Override
+                public void write(byte[] bytes) {
+                    try {
+                        connection.output().write(bytes);
+                        connection.output().flush();
+                    } catch (IOException e) {
+                        throw new UncheckedIOException(e);
+                    }
+                }
+
+                @Override
+                public void close() {
+                    try {
+                        // Half-close: the service in the sandbox sees end of input and may still answer.
+                        connection.output().close();
+                    } catch (IOException e) {
+                        // The connection already ended; its end is on its way.
+                    }
+                }
+
+                @Override
+                public void resize(int columns, int rows) {
+                    // A connection has no terminal.
+                }
+
+                @Override
+                public void signal(int number) {
+                    // A connection has no process to signal.
+                }
+
+                @Override
+                public void terminate() {
+                    connection.close();
                 }
             };
         }

@@ -449,6 +449,16 @@ public final class SupervisorMain {
                     }
                     return boundary.exec().exec(spec);
                 }
+
+                @Override
+                public openshell.isolation.ByteChannel forward(openshell.isolation.LoopbackTarget target) {
+                    // Through the running boundary only, to its own loopback (LoopbackTarget refuses any other host).
+                    RunningBoundary boundary = running.get();
+                    if (boundary == null) {
+                        throw new BackendException(BackendException.Kind.UNAVAILABLE, "the agent has not started");
+                    }
+                    return boundary.portForward().connect(target);
+                }
             }));
         }
     }

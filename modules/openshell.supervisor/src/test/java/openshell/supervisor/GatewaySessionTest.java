@@ -132,6 +132,194 @@ class GatewaySessionTest {
                 }
             };
         }
+
+
+        /** Port 9 has nothing listening; any other echoes "port P: " and its input at the half-close, then ends. */
+        @Override
+        public ExecControl forward(int port, ExecOutput output) {
+            if (port == 9) {
+                throw new openshell.isolation.BackendException(openshell.isolation.BackendException.Kind.FAILED,
+                        "nothing listens on 127.0.0.1:9");
+            }
+            events.add("forward " + port);
+            ByteArrayOutputStream in = new ByteArrayOutputStream();
+            return new ExecControl() {
+                @Override
+                public void resize(int columns, int rows) {
+                }
+
+                @Override
+                public void signal(int number) {
+                }
+
+                @Override
+                public void terminate() {
+                    events.add("closed " + port);
+                }
+
+                @Override
+                public void write(byte[] bytes) {
+                    in.writeBytes(bytes);
+                }
+
+                @Override
+                public void close() {
+                    output.stdout(("port " + port + ": " + in).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                    output.exit(0);
+                }
+            };
+        }
+    }
+
+    /**
+     * Forward relays share the exec relay: input with credit, the connection's bytes as stdout, its end as
+     * exit 0; a port nothing listens on, a port out of range and a forward that also names a command end
+     * with an error event and start nothing.
+     */
+    @Test
+    void forwardRelaysConnectionsAndRefusesBadOnes() throws Exception {
+        GatewayDouble gateway = new GatewayDouble();
+        WebServer server = WebServer.builder().host("127.0.0.1").port(0)
+                .addRouting(GrpcRouting.builder().service(gateway)).build().start();
+        RecordingHandler handler = new RecordingHandler();
+        TokenPair first = new TokenPair("gateway-token-1", "sandbox-token-1", 1, Instant.now().plusSeconds(600));
+        try (GatewaySession session = GatewaySession.open(GatewaySession.channels("http://127.0.0.1:" + server.port()),
+                "sb-one", 4, first, 1, handler)) {
+            StreamObserver<GatewayMessage> out = gateway.stream();
+            assertTrue(gateway.next().hasHello());
+            out.onNext(GatewayMessage.newBuilder().setConfig(SessionConfig.newBuilder().setPolicyGeneration(1)).build());
+            session.opened().get(WAIT.toSeconds(), TimeUnit.SECONDS);
+
+            out.onNext(GatewayMessage.newBuilder().setExec(RemoteExec.newBuilder().setExecId("f1").setForwardPort(8080))
+                    .build());
+            out.onNext(GatewayMessage.newBuilder().setExecInput(RemoteExecInput.newBuilder().setExecId("f1")
+                    .setData(ByteString.copyFromUtf8("GET /")).setClose(true)).build());
+            assertEquals(5, gateway.next().getExecEvent().getStdinCredit());
+            assertEquals("port 8080: GET /", gateway.next().getExecEvent().getStdout().toStringUtf8());
+            assertEquals(0, gateway.next().getExecEvent().getExitCode());
+            assertEquals("forward 8080", handler.events.poll(WAIT.toSeconds(), TimeUnit.SECONDS));
+
+            out.onNext(GatewayMessage.newBuilder().setExec(RemoteExec.newBuilder().setExecId("f2").setForwardPort(9))
+                    .build());
+            SupervisorMessage refused = gateway.next();
+            assertEquals("f2", refused.getExecEvent().getExecId());
+            assertTrue(refused.getExecEvent().getError().contains("nothing listens on 127.0.0.1:9"), refused.toString());
+
+            out.onNext(GatewayMessage.newBuilder().setExec(RemoteExec.newBuilder().setExecId("f3").setForwardPort(65536))
+                    .build());
+            assertTrue(gateway.next().getExecEvent().getError().contains("port 1..65535"));
+            out.onNext(GatewayMessage.newBuilder().setExec(RemoteExec.newBuilder().setExecId("f4").setForwardPort(80)
+                    .addArgv("/bin/sh")).build());
+            assertTrue(gateway.next().getExecEvent().getError().contains("with argv"));
+            assertTrue(handler.events.isEmpty(), "nothing started for the refused forwards: " + handler.events);
+        } finally {
+            server.stop();
+        }
+    }
+
+    /**
+     * The supervisor's bridge over a real TCP connection (what a boundary's port forward hands it): bytes both
+     * ways, the half-close reaches the service, which still answers, and the service's close ends the relay
+     * with exit 0 after everything it sent.
+     */
+    @Test
+    void bridgeRelaysARealConnectionAndItsHalfClose() throws Exception {
+        try (java.net.ServerSocket service = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            Thread.ofVirtual().start(() -> {
+                try (java.net.Socket s = service.accept()) {
+                    byte[] request = s.getInputStream().readAllBytes();
+                    s.getOutputStream().write(("got " + request.length + " bytes").getBytes(
+                            java.nio.charset.StandardCharsets.UTF_8));
+                } catch (java.io.IOException ignored) {
+                    // The assertions below say what went wrong.
+                }
+            });
+            SessionClientProvider.Bridge bridge = new SessionClientProvider.Bridge(new openshell.supervisor.spi
+                    .GatewaySessionClient.Callback() {
+                @Override
+                public openshell.supervisor.spi.GatewaySessionClient.Revision applyPolicy(byte[] policyYaml) {
+                    throw new AssertionError("no policy here");
+                }
+
+                @Override
+                public void refreshTokens(String gatewayToken, String sandboxToken, long epoch, Instant expiresAt) {
+                }
+
+                @Override
+                public openshell.isolation.ByteChannel forward(openshell.isolation.LoopbackTarget target) {
+                    try {
+                        java.net.Socket socket = new java.net.Socket(target.address(), target.port());
+                        return new openshell.isolation.ByteChannel() {
+                            @Override
+                            public java.io.InputStream input() {
+                                try {
+                                    return socket.getInputStream();
+                                } catch (java.io.IOException e) {
+                                    throw new java.io.UncheckedIOException(e);
+                                }
+                            }
+
+                            @Override
+                            public java.io.OutputStream output() {
+                                try {
+                                    return new java.io.FilterOutputStream(socket.getOutputStream()) {
+                                        @Override
+                                        public void close() throws java.io.IOException {
+                                            socket.shutdownOutput();
+                                        }
+                                    };
+                                } catch (java.io.IOException e) {
+                                    throw new java.io.UncheckedIOException(e);
+                                }
+                            }
+
+                            @Override
+                            public void close() {
+                                try {
+                                    socket.close();
+                                } catch (java.io.IOException ignored) {
+                                    // Closing twice is fine.
+                                }
+                            }
+                        };
+                    } catch (java.io.IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    }
+                }
+            });
+            ByteArrayOutputStream received = new ByteArrayOutputStream();
+            java.util.concurrent.CompletableFuture<Integer> exit = new java.util.concurrent.CompletableFuture<>();
+            GatewaySessionHandler.ExecControl control = bridge.forward(service.getLocalPort(),
+                    new GatewaySessionHandler.ExecOutput() {
+                        @Override
+                        public void stdout(byte[] bytes) {
+                            synchronized (received) {
+                                received.writeBytes(bytes);
+                            }
+                        }
+
+                        @Override
+                        public void stderr(byte[] bytes) {
+                            exit.completeExceptionally(new AssertionError("a connection has no stderr"));
+                        }
+
+                        @Override
+                        public void exit(int code) {
+                            exit.complete(code);
+                        }
+
+                        @Override
+                        public void error(String reason) {
+                            exit.completeExceptionally(new AssertionError(reason));
+                        }
+                    });
+            control.write(new byte[70_000]);
+            control.close();
+            assertEquals(0, exit.get(WAIT.toSeconds(), TimeUnit.SECONDS));
+            synchronized (received) {
+                assertEquals("got 70000 bytes", received.toString(java.nio.charset.StandardCharsets.UTF_8));
+            }
+        }
     }
 
     @Test

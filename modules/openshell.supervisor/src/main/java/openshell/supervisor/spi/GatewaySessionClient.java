@@ -5,8 +5,10 @@ import java.time.Instant;
 import java.util.List;
 import java.util.Objects;
 
+import openshell.isolation.ByteChannel;
 import openshell.isolation.ExecSession;
 import openshell.isolation.ExecSpec;
+import openshell.isolation.LoopbackTarget;
 
 /**
  * The supervisor's outbound session to its gateway (config fetch, policy revisions, token
@@ -84,6 +86,17 @@ public interface GatewaySessionClient {
          */
         default ExecSession exec(ExecSpec spec) {
             throw new UnsupportedOperationException("this supervisor does not relay exec from its gateway");
+        }
+
+        /**
+         * Connects to a loopback port inside the running boundary for the gateway's forward relay
+         * ({@code openshell sandbox forward}). The default refuses, like {@link #exec}.
+         *
+         * @param target the port on the boundary's loopback
+         * @return the connection
+         */
+        default ByteChannel forward(LoopbackTarget target) {
+            throw new UnsupportedOperationException("this supervisor does not relay port forwards from its gateway");
         }
     }
 

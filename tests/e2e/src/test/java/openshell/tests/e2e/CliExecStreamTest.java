@@ -1,6 +1,7 @@
 package openshell.tests.e2e;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.BufferedReader;
@@ -159,6 +160,159 @@ class CliExecStreamTest {
                     "ps -eo args | grep -c \"[t]rap '' INT\" || true");
         } while (!left.out().strip().equals("0") && System.nanoTime() < deadline);
         assertEquals("0", left.out().strip(), left.err());
+    }
+
+    /** {@code PortForward.MAX_CONNECTIONS}: what {@code sandbox forward} relays at once. */
+    static final int FORWARD_CONNECTIONS = 32;
+
+    /** Inside the sandbox: each connection's bytes, read to end of input, are answered with their count and digest. */
+    static final String DIGEST_SERVICE = """
+            import hashlib, socket, threading
+            s = socket.socket()
+            s.bind(('127.0.0.1', 0))
+            s.listen(16)
+            print('listening', s.getsockname()[1], flush=True)
+            def serve(c):
+                h = hashlib.sha256()
+                n = 0
+                while True:
+                    b = c.recv(65536)
+                    if not b:
+                        break
+                    h.update(b)
+                    n += len(b)
+                c.sendall(('got %d %s\\n' % (n, h.hexdigest())).encode())
+                c.close()
+            while True:
+                c, _ = s.accept()
+                threading.Thread(target=serve, args=(c,), daemon=True).start()
+            """;
+
+    /**
+     * {@code sandbox forward}: a host loopback listener relayed to a service on the sandbox's own
+     * loopback. Four concurrent connections each carry 1 MiB in and an answer back after their
+     * half-close; at the bound, 32 held connections are relayed and the 33rd is closed at once;
+     * a forward to a port where only the host listens reaches nothing (the sandbox's
+     * loopback is its own); a sandbox that does not exist is NOT_FOUND; a bad port is a usage error.
+     */
+    @Test
+    void forwardRelaysHostConnectionsToTheSandboxLoopbackOnly() throws Exception {
+        Process service = cli(ProcessBuilder.Redirect.PIPE, "sandbox", "exec", "io", "--", "/usr/bin/python3", "-c",
+                DIGEST_SERVICE);
+        CompletableFuture<String> serviceErr = drain(service.getErrorStream());
+        BlockingQueue<String> serviceLines = lines(service.getInputStream());
+        Process forward = null;
+        Process toHost = null;
+        CompletableFuture<String> toHostErr = null;
+        CompletableFuture<String> forwardErr = null;
+        try (java.net.ServerSocket hostOnly = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            String listening = serviceLines.poll(WAIT_SECONDS, TimeUnit.SECONDS);
+            assertTrue(listening != null && listening.startsWith("listening "), listening + " " + (service.isAlive() ? ""
+                    : serviceErr.join()));
+            int port = Integer.parseInt(listening.substring("listening ".length()).strip());
+            forward = cli(ProcessBuilder.Redirect.PIPE, "sandbox", "forward", "io", "0:" + port);
+            forwardErr = drain(forward.getErrorStream());
+            int local = forwardedPort(forward, "io port " + port, forwardErr);
+
+            List<CompletableFuture<String>> answers = new ArrayList<>();
+            List<String> expected = new ArrayList<>();
+            var pool = java.util.concurrent.Executors.newVirtualThreadPerTaskExecutor();
+            for (int i = 0; i < 4; i++) {
+                byte[] data = new byte[1024 * 1024];
+                new Random(i).nextBytes(data);
+                expected.add("got " + data.length + " " + HexFormat.of().formatHex(
+                        MessageDigest.getInstance("SHA-256").digest(data)));
+                answers.add(CompletableFuture.supplyAsync(() -> exchange(local, data), pool));
+            }
+            for (int i = 0; i < 4; i++) {
+                assertEquals(expected.get(i), answers.get(i).get(WAIT_SECONDS, TimeUnit.SECONDS).strip(),
+                        "connection " + i + " through the forward");
+            }
+
+            // At the bound: 32 connections held open are all relayed; the 33rd is closed at once.
+            List<java.net.Socket> held = new ArrayList<>();
+            try {
+                for (int i = 0; i < FORWARD_CONNECTIONS; i++) {
+                    held.add(new java.net.Socket(java.net.InetAddress.getLoopbackAddress(), local));
+                }
+                try (java.net.Socket beyond = new java.net.Socket(java.net.InetAddress.getLoopbackAddress(), local)) {
+                    beyond.setSoTimeout((int) TimeUnit.SECONDS.toMillis(WAIT_SECONDS));
+                    assertEquals(-1, beyond.getInputStream().read(), "the connection beyond the bound is closed");
+                }
+                for (java.net.Socket s : held) {
+                    s.setSoTimeout((int) TimeUnit.SECONDS.toMillis(WAIT_SECONDS));
+                    s.getOutputStream().write(new byte[] {1, 2, 3});
+                    s.shutdownOutput();
+                }
+                String three = "got 3 " + HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256")
+                        .digest(new byte[] {1, 2, 3}));
+                for (java.net.Socket s : held) {
+                    assertEquals(three, new String(s.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip());
+                }
+            } finally {
+                for (java.net.Socket s : held) {
+                    s.close();
+                }
+            }
+
+            // The host's own loopback service is not the sandbox's: the relay finds nothing there.
+            toHost = cli(ProcessBuilder.Redirect.PIPE, "sandbox", "forward", "io", "0:" + hostOnly.getLocalPort());
+            toHostErr = drain(toHost.getErrorStream());
+            int hostLocal = forwardedPort(toHost, "io port " + hostOnly.getLocalPort(), toHostErr);
+            hostOnly.setSoTimeout(1000);
+            String nothing = exchange(hostLocal, "hello".getBytes(StandardCharsets.UTF_8));
+            assertEquals("", nothing, "a forward reached the host's loopback");
+            assertThrows(java.net.SocketTimeoutException.class, hostOnly::accept, "the host service was reached");
+        } finally {
+            for (Process p : new Process[] {forward, toHost, service}) {
+                if (p != null) {
+                    terminate(p);
+                    p.waitFor(WAIT_SECONDS, TimeUnit.SECONDS);
+                }
+            }
+        }
+        assertTrue(forwardErr.join().contains("already forwarding 32 connections"), forwardErr.join());
+        String refusal = toHostErr.join();
+        assertTrue(refusal.contains("port ") && refusal.contains("ended") || refusal.contains("refused"),
+                "the refusal is reported: " + refusal);
+        Cli.Result missing = Cli.run(state, env, "sandbox", "forward", "no-such-sandbox", "8080");
+        assertEquals(4, missing.exit(), missing.err());
+        Cli.Result badPort = Cli.run(state, env, "sandbox", "forward", "io", "65536");
+        assertEquals(2, badPort.exit(), badPort.err());
+        assertTrue(badPort.err().contains("not a port (1..65535): 65536"), badPort.err());
+    }
+
+    /** @return the local port the forward printed it listens on */
+    private static int forwardedPort(Process forward, String target, CompletableFuture<String> err) throws Exception {
+        BlockingQueue<String> out = lines(forward.getInputStream());
+        String line = out.poll(WAIT_SECONDS, TimeUnit.SECONDS);
+        assertTrue(line != null && line.startsWith("forwarding 127.0.0.1:") && line.contains(" -> " + target),
+                line + " " + (forward.isAlive() ? "" : err.join()));
+        return Integer.parseInt(line.substring("forwarding 127.0.0.1:".length(), line.indexOf(' ', 12)));
+    }
+
+    /** Sends {@code data}, half-closes, and returns everything that comes back until the far end closes. */
+    private static String exchange(int port, byte[] data) {
+        try (java.net.Socket s = new java.net.Socket(java.net.InetAddress.getLoopbackAddress(), port)) {
+            s.setSoTimeout((int) TimeUnit.SECONDS.toMillis(WAIT_SECONDS));
+            CompletableFuture<byte[]> back = new CompletableFuture<>();
+            Thread.ofVirtual().start(() -> {
+                try {
+                    back.complete(s.getInputStream().readAllBytes());
+                } catch (java.io.IOException e) {
+                    back.complete(new byte[0]);
+                }
+            });
+            try {
+                s.getOutputStream().write(data);
+                s.shutdownOutput();
+            } catch (java.io.IOException e) {
+                // The forward closed early (nothing listens there): what came back says so.
+            }
+            return new String(back.join(), StandardCharsets.UTF_8);
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
     }
 
     @Test
