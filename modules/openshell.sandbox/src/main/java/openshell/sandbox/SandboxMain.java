@@ -204,6 +204,9 @@ public final class SandboxMain {
                     for (int i = 0; i < TrustStoreView.SYSTEM_BUNDLES.size(); i++) {
                         Files.deleteIfExists(runtimeDirectory.resolve("trust-" + i + ".pem"));
                     }
+                    for (int i = 0; i < TrustStoreView.MAX_JAVA_KEYSTORES; i++) {
+                        Files.deleteIfExists(runtimeDirectory.resolve("trust-java-" + i + ".p12"));
+                    }
                     Files.deleteIfExists(runtimeDirectory);
                 } catch (IOException e) {
                     System.err.println("openshell-sandbox: cannot remove " + runtimeDirectory + ": " + e.getMessage());

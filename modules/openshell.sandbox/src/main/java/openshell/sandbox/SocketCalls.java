@@ -31,6 +31,8 @@ final class SocketCalls {
     static final int SO_TYPE = 3;
     static final int SO_ERROR = 4;
     static final int SO_DOMAIN = 39;
+    static final int IPPROTO_IPV6 = 41;
+    static final int IPV6_V6ONLY = 26;
     static final int EINPROGRESS = 115;
     static final int EISCONN = 106;
     static final int EAFNOSUPPORT = 97;
@@ -87,9 +89,13 @@ final class SocketCalls {
     }
 
     static int intOption(int fd, int name) {
+        return intOption(fd, SOL_SOCKET, name);
+    }
+
+    static int intOption(int fd, int level, int name) {
         try (Memory value = new Memory(4); Memory length = new Memory(4)) {
             length.setInt(0, 4);
-            if (getsockopt(fd, SOL_SOCKET, name, com.sun.jna.Pointer.nativeValue(value),
+            if (getsockopt(fd, level, name, com.sun.jna.Pointer.nativeValue(value),
                     com.sun.jna.Pointer.nativeValue(length)) != 0) {
                 throw new LinuxException("getsockopt(" + name + ")", Native.getLastError(), "");
             }
@@ -152,6 +158,36 @@ final class SocketCalls {
             return Optional.empty();
         }
         return Optional.empty();
+    }
+
+    /**
+     * Connects an IPv6 socket to an IPv4 address through its IPv4-mapped form
+     * ({@code ::ffff:a.b.c.d}), which a dual-stack socket (IPV6_V6ONLY off) reaches over IPv4.
+     *
+     * @return 0, or the errno the kernel returned
+     */
+    static int connectMapped(int fd, InetSocketAddress ipv4) {
+        byte[] mapped = new byte[16];
+        mapped[10] = (byte) 0xff;
+        mapped[11] = (byte) 0xff;
+        System.arraycopy(ipv4.getAddress().getAddress(), 0, mapped, 12, 4);
+        ByteBuffer b = ByteBuffer.allocate(SOCKADDR_IN6_BYTES).order(ByteOrder.nativeOrder());
+        b.putShort(0, (short) AF_INET6);
+        b.order(ByteOrder.BIG_ENDIAN).putShort(2, (short) ipv4.getPort());
+        b.put(8, mapped);
+        byte[] encoded = b.array();
+        try (Memory memory = new Memory(encoded.length)) {
+            memory.write(0, encoded, 0, encoded.length);
+            while (true) {
+                if (connect(fd, com.sun.jna.Pointer.nativeValue(memory), encoded.length) == 0) {
+                    return 0;
+                }
+                int errno = Native.getLastError();
+                if (errno != Errno.EINTR) {
+                    return errno;
+                }
+            }
+        }
     }
 
     static byte[] encode(InetSocketAddress address) {

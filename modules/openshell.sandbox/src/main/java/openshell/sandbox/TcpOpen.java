@@ -43,6 +43,8 @@ final class TcpOpen implements PendingTcpOpen {
     private final AtomicBoolean decided = new AtomicBoolean();
     private final AtomicBoolean settled = new AtomicBoolean();
     private volatile ScheduledFuture<?> expiry;
+    /** Whether the blocked connect got its answer; only the deciding thread touches it. */
+    private boolean answered;
 
     TcpOpen(NetworkBroker broker, SharedListener shared, long id, int domain, OwnedFd socket,
             InetSocketAddress destination, IdentityResolution identity, long inode) {
@@ -102,6 +104,10 @@ final class TcpOpen implements PendingTcpOpen {
                 return relay();
             } catch (RuntimeException | IOException e) {
                 broker.releaseRelay();
+                if (!answered) {
+                    // Never leave the caller blocked in its connect: whatever failed, it gets an error now.
+                    answer(Errno.ECONNREFUSED, "relay failed: " + e);
+                }
                 throw e instanceof BackendException b ? b
                         : new BackendException(BackendException.Kind.FAILED, "relay failed: " + e, e);
             }
@@ -111,26 +117,36 @@ final class TcpOpen implements PendingTcpOpen {
     }
 
     private ByteChannel relay() throws IOException {
-        InetAddress loopback = domain == SocketCalls.AF_INET6 ? InetAddress.getByName("::1") : InetAddress.getByName("127.0.0.1");
+        // A dual-stack IPv6 socket (what every JVM and many runtimes open, even for an IPv4
+        // destination written as ::ffff:a.b.c.d) reaches an IPv4 relay through its mapped address;
+        // only an IPv6-only socket needs an IPv6 relay, which this JVM can open only if it saw
+        // IPv6 at its start (the workload's netns may have had no IPv6 address then).
+        boolean mapped = domain == SocketCalls.AF_INET6
+                && SocketCalls.intOption(socket.value(), SocketCalls.IPPROTO_IPV6, SocketCalls.IPV6_V6ONLY) == 0;
+        boolean ipv6 = domain == SocketCalls.AF_INET6 && !mapped;
         try (ServerSocketChannel server = broker.network().run(() -> {
-            ServerSocketChannel s = ServerSocketChannel.open();
-            s.bind(new InetSocketAddress(loopback, 0), 1);
+            ServerSocketChannel s = ipv6 ? ServerSocketChannel.open(java.net.StandardProtocolFamily.INET6)
+                    : ServerSocketChannel.open(java.net.StandardProtocolFamily.INET);
+            s.bind(new InetSocketAddress(InetAddress.getByName(ipv6 ? "::1" : "127.0.0.1"), 0), 1);
             return s;
         })) {
             InetSocketAddress relayAddress = (InetSocketAddress) server.getLocalAddress();
             if (!listener.isValid(id)) {
                 throw new BackendException(BackendException.Kind.TERMINATED, "the caller went away");
             }
-            int rc = SocketCalls.connect(socket.value(), relayAddress);
+            int rc = mapped ? SocketCalls.connectMapped(socket.value(), relayAddress)
+                    : SocketCalls.connect(socket.value(), relayAddress);
             if (rc != 0 && rc != SocketCalls.EINPROGRESS) {
                 // The kernel's own answer for this socket (EISCONN, EALREADY, ...), as if it had connected.
+                answered = true;
                 listener.respondErrno(id, rc);
                 throw new BackendException(BackendException.Kind.FAILED, "connect: " + Errno.name(rc));
             }
             InetSocketAddress expected = SocketCalls.localAddress(socket.value())
                     .orElseThrow(() -> new BackendException(BackendException.Kind.FAILED, "socket has no local address"));
-            boolean answered = rc == 0 ? listener.respondValue(id, 0) : listener.respondErrno(id, SocketCalls.EINPROGRESS);
-            if (!answered) {
+            answered = true;
+            boolean delivered = rc == 0 ? listener.respondValue(id, 0) : listener.respondErrno(id, SocketCalls.EINPROGRESS);
+            if (!delivered) {
                 throw new BackendException(BackendException.Kind.TERMINATED, "the caller went away before the answer");
             }
             Socket accepted = acceptExpected(server, expected);
@@ -209,6 +225,7 @@ final class TcpOpen implements PendingTcpOpen {
     }
 
     private void answer(int errno, String why) {
+        answered = true;
         NetworkBroker.audit("connect " + destination.address().getHostAddress() + ":" + destination.port(),
                 "deny " + Errno.name(errno), why);
         listener.respondErrno(id, errno);

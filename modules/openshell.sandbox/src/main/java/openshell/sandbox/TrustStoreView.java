@@ -8,6 +8,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.security.KeyStore;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
@@ -23,6 +24,8 @@ import openshell.isolation.WorkloadTrust;
  * bind-mounted read-only over it in the runtime's mount namespace, which the workload shares and
  * cannot change (no capabilities), made private first so nothing leaks to the host; plus the
  * environment variables that point OpenSSL, curl, Python requests and Node at the first one.
+ * Java reads neither: each distinct Java keystore (the distributions' shared one, and each JDK's
+ * own cacerts) is covered the same way with a copy that also trusts the added certificates.
  * Installed once, at startAgent, before any workload process exists.
  */
 final class TrustStoreView {
@@ -39,6 +42,26 @@ final class TrustStoreView {
             "NODE_EXTRA_CA_CERTS");
     /** Largest system bundle read (Debian's is about 220 KB); a larger one fails the install. */
     static final long MAX_SYSTEM_BUNDLE_BYTES = 8L * 1024 * 1024;
+    /**
+     * Java's trust stores: distributions' shared keystores, which JDKs link their own
+     * {@code lib/security/cacerts} to (Debian's and Temurin's packages here both do), then each
+     * JDK's own under {@link #JDK_HOMES}. Java ignores the PEM bundle and its variables.
+     */
+    static final List<Path> JAVA_KEYSTORES = List.of(
+            Path.of("/etc/ssl/certs/java/cacerts"),                   // Debian, Ubuntu, Alpine
+            Path.of("/etc/pki/ca-trust/extracted/java/cacerts"),      // Fedora, RHEL
+            Path.of("/etc/pki/java/cacerts"));                        // RHEL's compatibility link
+    /** Directories whose subdirectories are JDKs with their own {@code lib/security/cacerts}. */
+    static final List<Path> JDK_HOMES = List.of(Path.of("/usr/lib/jvm"), Path.of("/opt/java"), Path.of("/usr/java"));
+    /**
+     * Distinct Java keystores covered at most; a JDK beyond it keeps its own and does not trust the
+     * interception CA (its TLS then fails, which is closed, not open).
+     */
+    static final int MAX_JAVA_KEYSTORES = 16;
+    /** Largest Java keystore read (a JDK's is about 200 KB); a larger one fails the install. */
+    static final long MAX_JAVA_KEYSTORE_BYTES = 8L * 1024 * 1024;
+    /** The password every JDK's cacerts is published with; the generated stores load with any. */
+    static final String DEFAULT_KEYSTORE_PASSWORD = "changeit";
 
     static final long MS_RDONLY = 1;
     static final long MS_REMOUNT = 32;
@@ -63,11 +86,17 @@ final class TrustStoreView {
 
     private final Path runtimeDirectory;
     private final List<Path> candidates;
+    private final List<Path> javaCandidates;
     private final Cover cover;
 
     TrustStoreView(Path runtimeDirectory, List<Path> candidates, Cover cover) {
+        this(runtimeDirectory, candidates, List.of(), cover);
+    }
+
+    TrustStoreView(Path runtimeDirectory, List<Path> candidates, List<Path> javaCandidates, Cover cover) {
         this.runtimeDirectory = runtimeDirectory;
         this.candidates = List.copyOf(candidates);
+        this.javaCandidates = List.copyOf(javaCandidates);
         this.cover = cover;
     }
 
@@ -78,7 +107,31 @@ final class TrustStoreView {
      * @return the view
      */
     static TrustStoreView system(Path runtimeDirectory) {
-        return new TrustStoreView(runtimeDirectory, SYSTEM_BUNDLES, TrustStoreView::mountReadOnly);
+        return new TrustStoreView(runtimeDirectory, SYSTEM_BUNDLES, javaKeystores(JAVA_KEYSTORES, JDK_HOMES),
+                TrustStoreView::mountReadOnly);
+    }
+
+    /**
+     * @param shared the distributions' shared keystores
+     * @param homes  directories of JDKs
+     * @return the shared keystores, then each JDK's {@code lib/security/cacerts} (and a JRE's), in name order
+     */
+    static List<Path> javaKeystores(List<Path> shared, List<Path> homes) {
+        List<Path> out = new ArrayList<>(shared);
+        for (Path home : homes) {
+            if (!Files.isDirectory(home)) {
+                continue;
+            }
+            try (var jdks = Files.list(home)) {
+                jdks.sorted().limit(MAX_JAVA_KEYSTORES * 4L).forEach(jdk -> {
+                    out.add(jdk.resolve("lib/security/cacerts"));
+                    out.add(jdk.resolve("jre/lib/security/cacerts"));
+                });
+            } catch (IOException e) {
+                // An unreadable directory holds no JDK this workload can run either.
+            }
+        }
+        return List.copyOf(out);
     }
 
     /**
@@ -123,11 +176,113 @@ final class TrustStoreView {
             }
             cover.bindReadOnly(file, target);
         }
+        covered.addAll(installJava(trust));
         Map<String, String> environment = new LinkedHashMap<>();
         for (String variable : VARIABLES) {
             environment.put(variable, covered.getFirst().toString());
         }
         return new Installed(List.copyOf(covered), Map.copyOf(environment));
+    }
+
+    /**
+     * Covers each distinct existing Java keystore (up to {@link #MAX_JAVA_KEYSTORES}) with a copy
+     * that also trusts the added certificates.
+     *
+     * @return the candidates now covered
+     */
+    private List<Path> installJava(WorkloadTrust trust) {
+        Set<Path> real = new LinkedHashSet<>();
+        List<Path> covered = new ArrayList<>();
+        for (Path candidate : javaCandidates) {
+            if (!Files.isRegularFile(candidate)) {
+                continue;
+            }
+            Path target;
+            try {
+                target = candidate.toRealPath();
+            } catch (IOException e) {
+                throw failed("cannot resolve " + candidate, e);
+            }
+            if (real.contains(target) || real.size() < MAX_JAVA_KEYSTORES) {
+                real.add(target);
+                covered.add(candidate);
+            }
+        }
+        int n = 0;
+        for (Path target : real) {
+            Path file = runtimeDirectory.resolve("trust-java-" + (n++) + ".p12");
+            try {
+                Files.write(file, keystore(target, trust));
+                Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rw-r--r--"));
+            } catch (IOException e) {
+                throw failed("cannot write " + file, e);
+            }
+            cover.bindReadOnly(file, target);
+        }
+        return covered;
+    }
+
+    /**
+     * The Java keystore at {@code target} (JKS or PKCS12, as JDKs publish them) with the added
+     * certificates as trusted entries, as PKCS12 without integrity or encryption, like a JDK's own
+     * cacerts: it then loads with whatever password a client passes, or none.
+     */
+    static byte[] keystore(Path target, WorkloadTrust trust) {
+        byte[] original;
+        try (InputStream in = Files.newInputStream(target)) {
+            original = in.readNBytes((int) MAX_JAVA_KEYSTORE_BYTES + 1);
+        } catch (IOException e) {
+            throw failed("cannot read " + target, e);
+        }
+        if (original.length > MAX_JAVA_KEYSTORE_BYTES) {
+            throw new BackendException(BackendException.Kind.FAILED, target + " is larger than "
+                    + MAX_JAVA_KEYSTORE_BYTES + " bytes");
+        }
+        try {
+            KeyStore system = load(target, original);
+            // Read at each store: certificates in the clear and no MAC, as in a JDK's own cacerts.
+            System.setProperty("keystore.pkcs12.certProtectionAlgorithm", "NONE");
+            System.setProperty("keystore.pkcs12.macAlgorithm", "NONE");
+            KeyStore out = KeyStore.getInstance("PKCS12");
+            out.load(null, null);
+            for (String alias : java.util.Collections.list(system.aliases())) {
+                if (system.isCertificateEntry(alias)) {
+                    out.setCertificateEntry(alias, system.getCertificate(alias));
+                }
+            }
+            int n = 0;
+            for (var certificate : trust.parse()) {
+                String alias;
+                do {
+                    alias = "openshell-sandbox-" + n++;
+                } while (out.containsAlias(alias));
+                out.setCertificateEntry(alias, certificate);
+            }
+            var bytes = new java.io.ByteArrayOutputStream();
+            out.store(bytes, DEFAULT_KEYSTORE_PASSWORD.toCharArray());
+            return bytes.toByteArray();
+        } catch (java.security.GeneralSecurityException | IOException e) {
+            throw new BackendException(BackendException.Kind.FAILED, "trust store view: cannot rewrite the Java keystore "
+                    + target + ": " + e.getMessage(), e);
+        }
+    }
+
+    private static KeyStore load(Path target, byte[] original) throws java.security.GeneralSecurityException {
+        // JDKs probe JKS and PKCS12 alike; "changeit" first, then none (a JKS loads without its integrity check).
+        for (String type : List.of("PKCS12", "JKS")) {
+            for (char[] password : java.util.Arrays.asList(DEFAULT_KEYSTORE_PASSWORD.toCharArray(), null)) {
+                try {
+                    KeyStore store = KeyStore.getInstance(type);
+                    store.load(new java.io.ByteArrayInputStream(original), password);
+                    if (store.size() > 0) {
+                        return store;
+                    }
+                } catch (IOException | java.security.GeneralSecurityException e) {
+                    // The next type or password.
+                }
+            }
+        }
+        throw new java.security.KeyStoreException("not a JKS or PKCS12 keystore with certificates: " + target);
     }
 
     /** The workload's current bundle at {@code target}, then the added certificates. */

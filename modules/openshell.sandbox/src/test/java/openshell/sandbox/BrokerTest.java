@@ -173,8 +173,52 @@ class BrokerTest {
         }
     }
 
+    /**
+     * What every JVM does: a dual-stack IPv6 socket connecting to an IPv4 address in its mapped form
+     * (::ffff:a.b.c.d). It is mediated as the IPv4 destination and relayed; it used to hang in its
+     * connect forever when the runtime's JVM had no IPv6 (it tried a ::1 relay and never answered).
+     */
     @Test
-    void anIpv6ConnectIsMediatedAndRelayedOverTheV6Loopback() throws Exception {
+    void aDualStackSocketToAMappedIpv4AddressIsMediatedAsIpv4() throws Exception {
+        try (TestSandbox sandbox = new TestSandbox(); TestSandbox.Upstream upstream = new TestSandbox.Upstream()) {
+            ConcurrentLinkedQueue<PendingTcpOpen> seen = new ConcurrentLinkedQueue<>();
+            sandbox.supervise(open -> Optional.empty(), upstream.port(), seen);
+            TestSandbox.Outcome outcome = sandbox.run(sandbox.python(String.join("\n",
+                    "import socket",
+                    "s = socket.socket(socket.AF_INET6)",
+                    "s.settimeout(30)",
+                    "s.connect(('::ffff:" + ALLOWED + "', 80))",
+                    "s.sendall(b'mapped\\n')",
+                    "print(s.makefile().readline().strip())")).build());
+            assertEquals(new ChildExit(0, 0), outcome.exit(), outcome.toString());
+            assertEquals("echo:mapped", outcome.output().trim());
+            assertEquals(InetAddress.getByName(ALLOWED), seen.peek().destination().address());
+            assertTrue(seen.peek().destination().address() instanceof java.net.Inet4Address);
+        }
+    }
+
+    /** An IPv6-only socket cannot take a mapped relay: it gets one on ::1. */
+    @Test
+    void anIpv6OnlySocketIsRelayedOverTheV6Loopback() throws Exception {
+        try (TestSandbox sandbox = new TestSandbox(); TestSandbox.Upstream upstream = new TestSandbox.Upstream()) {
+            ConcurrentLinkedQueue<PendingTcpOpen> seen = new ConcurrentLinkedQueue<>();
+            sandbox.supervise(open -> Optional.empty(), upstream.port(), seen);
+            TestSandbox.Outcome outcome = sandbox.run(sandbox.python(String.join("\n",
+                    "import socket",
+                    "s = socket.socket(socket.AF_INET6)",
+                    "s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)",
+                    "s.settimeout(30)",
+                    "s.connect(('2001:db8::7', 443))",
+                    "print(s.getpeername()[0])",
+                    "s.sendall(b'six\\n')",
+                    "print(s.makefile().readline().strip())")).build());
+            assertEquals(new ChildExit(0, 0), outcome.exit(), outcome.toString());
+            assertEquals(List.of("::1", "echo:six"), outcome.output().lines().toList());
+        }
+    }
+
+    @Test
+    void anIpv6ConnectIsMediatedAndRelayed() throws Exception {
         try (TestSandbox sandbox = new TestSandbox(); TestSandbox.Upstream upstream = new TestSandbox.Upstream()) {
             ConcurrentLinkedQueue<PendingTcpOpen> seen = new ConcurrentLinkedQueue<>();
             sandbox.supervise(open -> Optional.empty(), upstream.port(), seen);

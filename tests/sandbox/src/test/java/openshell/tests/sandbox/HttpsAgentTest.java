@@ -101,6 +101,9 @@ class HttpsAgentTest {
         Path runtimeLauncher = Mains.launcher(bin.resolve("openshell-sandbox"), modulePath,
                 "openshell.sandbox/openshell.sandbox.SandboxMain");
         Path agent = Files.writeString(workspace.resolve("agent.sh"), agentScript(port));
+        Files.writeString(workspace.resolve("JavaGet.java"), JAVA_CLIENT);
+        // A Java client reads neither the PEM bundle nor its variables: only its keystore, which the runtime covers too.
+        String javaBinary = Path.of(System.getProperty("java.home"), "bin", "java").toRealPath().toString();
         Files.setPosixFilePermissions(agent, PosixFilePermissions.fromString("rwxr-xr-x"));
 
         String policy = """
@@ -113,6 +116,7 @@ class HttpsAgentTest {
                         protocol: rest
                         rules:
                           - {method: GET, path: /allowed}
+                          - {method: GET, path: /java}
                       - host: %2$s
                         port: %3$d
                         protocol: rest
@@ -120,11 +124,12 @@ class HttpsAgentTest {
                           - {method: GET, path: /allowed}
                     binaries:
                       - path: /usr/bin/curl
-                """.formatted(API, OTHER, port);
+                      - path: %4$s
+                """.formatted(API, OTHER, port, javaBinary);
         SandboxId id = new SandboxId("https-" + Long.toHexString(System.nanoTime() & 0xffffff));
         SandboxSessionId session = SandboxSessionId.fresh();
         Map<String, String> env = Map.of("PATH", "/usr/bin:/bin", "HOME", workspace.toString(), "OUT", workspace.toString(),
-                "DEMO_TOKEN", "openshell-credential-demo");
+                "DEMO_TOKEN", "openshell-credential-demo", "JAVA", javaBinary);
         TokenIssuer issuer = TokenIssuer.generate("openshell-gateway", "gateway-key-1", java.time.Clock.systemUTC());
         LaunchBundles.Minted minted = LaunchBundles.mint(LaunchBundles.Request.builder().sandboxId(id.value())
                 .sessionId(session.value()).generation(1).policyYaml(policy)
@@ -178,8 +183,12 @@ class HttpsAgentTest {
             assertTrue(text(workspace.resolve("credential.body")).endsWith("auth=Bearer " + SECRET), logs);
             assertEquals("403", text(workspace.resolve("misdirected.code")).strip(), logs);
             assertFalse(text(workspace.resolve("misdirected.body")).contains(SECRET), logs);
+            // Java's own trust store (its cacerts, covered with the interception CA added) verified the certificate.
+            assertEquals("200 upstream saw GET " + API + ":" + port + " /java auth=null", text(workspace.resolve("java.out")),
+                    logs + "\n--- java.err\n" + text(workspace.resolve("java.err")));
             assertEquals(List.of("GET " + API + ":" + port + " /allowed auth=null",
-                    "GET " + API + ":" + port + " /allowed auth=Bearer " + SECRET), upstreamSaw, logs);
+                    "GET " + API + ":" + port + " /allowed auth=Bearer " + SECRET,
+                    "GET " + API + ":" + port + " /java auth=null"), upstreamSaw, logs);
             assertFalse(supervisor.contains(SECRET), "no secret in the supervisor's log or audit");
         } finally {
             driver.delete(id, provisioned.state());
@@ -189,6 +198,23 @@ class HttpsAgentTest {
         assertEquals(hostBundleBefore, hostBundleAfter, "the host's trust store is untouched");
         Files.delete(runRoot);
     }
+
+    /** A plain JDK HTTPS client: default SSLContext, so the default trust store decides. */
+    private static final String JAVA_CLIENT = """
+            import java.net.URI;
+            import java.net.http.HttpClient;
+            import java.net.http.HttpRequest;
+            import java.net.http.HttpResponse;
+
+            class JavaGet {
+                public static void main(String[] args) throws Exception {
+                    HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+                    HttpResponse<String> r = client.send(HttpRequest.newBuilder(URI.create(args[0])).build(),
+                            HttpResponse.BodyHandlers.ofString());
+                    System.out.print(r.statusCode() + " " + r.body());
+                }
+            }
+            """;
 
     private static String agentScript(int port) {
         return """
@@ -203,6 +229,7 @@ class HttpsAgentTest {
                 c post -X POST https://%1$s:%3$d/allowed
                 c credential -H "Authorization: Bearer $DEMO_TOKEN" https://%1$s:%3$d/allowed
                 c misdirected -H "Authorization: Bearer $DEMO_TOKEN" https://%2$s:%3$d/allowed
+                "$JAVA" -Xshare:off "$OUT/JavaGet.java" https://%1$s:%3$d/java >java.out 2>java.err
                 touch done
                 """.formatted(API, OTHER, port);
     }
