@@ -24,7 +24,7 @@
  * <tr><td>{@code IdentityCapture.MAX_HASHED_BYTES}</td><td>1 GiB</td><td>the executable gets no digest</td></tr>
  * <tr><td>{@code DnsRelay.MAX_TCP_CLIENTS}</td><td>64</td><td>further TCP resolver connections are closed</td></tr>
  * <tr><td>{@code DnsRelay.TCP_IDLE_MILLIS}</td><td>10 s</td><td>an idle TCP resolver connection is closed</td></tr>
- * <tr><td>{@code WorkloadProcess.OUTPUT_DRAIN_WAIT}</td><td>10 s</td><td>the exit status is reported without waiting longer for output EOF</td></tr>
+ * <tr><td>{@code WorkloadProcess.OUTPUT_DRAIN_WAIT}</td><td>10 s</td><td>the exit status is reported without waiting longer for output EOF (a tree the runtime kills is not waited for at all)</td></tr>
  * <tr><td>{@code ProcessTree.LAUNCH_WAIT}</td><td>60 s per launcher step</td><td>the launch fails, the launcher is killed</td></tr>
  * <tr><td>{@code ProcessTree.KILL_WAIT}</td><td>10 s</td><td>terminate returns while the cgroup still empties</td></tr>
  * <tr><td>{@code TrustStoreView.MAX_SYSTEM_BUNDLE_BYTES}</td><td>8 MiB</td><td>startAgent fails FAILED, no agent starts</td></tr>
@@ -54,8 +54,18 @@
  * exists, the workload's bundle plus that CA into the runtime's private directory and bind-mounts
  * it read-only over the path in the runtime's own mount namespace (private propagation: the host
  * never sees it), and the agent and every exec get {@code SSL_CERT_FILE}, {@code CURL_CA_BUNDLE},
- * {@code REQUESTS_CA_BUNDLE} and {@code NODE_EXTRA_CA_CERTS} unless they set them. No bundle path,
- * or any failure, fails startAgent: no agent runs without the CA it was promised.
+ * {@code REQUESTS_CA_BUNDLE} and {@code NODE_EXTRA_CA_CERTS} unless they set them. Java reads
+ * neither, so each distinct Java keystore (the distributions' shared {@code cacerts} and each
+ * JDK's own under {@code /usr/lib/jvm}, {@code /opt/java}, {@code /usr/java}; at most
+ * {@code TrustStoreView.MAX_JAVA_KEYSTORES}) is covered the same way by a PKCS12 copy with the CA
+ * added, which loads with any password. No bundle path, or any failure, fails startAgent: no agent
+ * runs without the CA it was promised.
+ *
+ * <h2>IPv6 sockets</h2>
+ * Dual-stack IPv6 sockets (every JVM's, for IPv4 destinations too, as {@code ::ffff:a.b.c.d}) are
+ * decided as the IPv4 destination and connected to an IPv4 relay through its mapped address;
+ * an IPv6-only socket gets a relay on {@code ::1}. A relay that cannot be made answers the blocked
+ * connect ECONNREFUSED: a connect is never left waiting.
  *
  * <h2>Protocol adapter</h2>
  * {@code RuntimeService} serves the Sandbox Protocol ({@code openshell.protocol}, a friend export)

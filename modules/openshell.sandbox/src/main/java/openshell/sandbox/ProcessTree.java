@@ -222,6 +222,7 @@ final class ProcessTree implements AutoCloseable {
         if (spare != null) {
             spare.discard();
         }
+        processes.values().forEach(WorkloadProcess::killedWithTheTree);
         cgroup.killAll();
         long deadline = System.nanoTime() + KILL_WAIT.toNanos();
         while (cgroup.events().populated() && System.nanoTime() < deadline) {

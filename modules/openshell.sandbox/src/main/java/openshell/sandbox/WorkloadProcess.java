@@ -26,8 +26,9 @@ import openshell.linux.Pty;
  * or a terminal whose output merges stdout and stderr), signals, and its exit status, which is
  * reported only after its output was read to the end (or {@link #OUTPUT_DRAIN_WAIT} passed, for
  * a process that left a descendant holding the stream open). Output nobody has taken is not
- * waited for: a killed agent whose output no client reads ends at once, not a drain wait later
- * (the supervisor-loss bound counted that wait too).
+ * waited for, and neither is the output of a tree the runtime kills (supervisor loss,
+ * terminateBoundary): its exit is reported when it is gone, not a drain wait later (the
+ * supervisor-loss bound counted that wait too).
  */
 final class WorkloadProcess implements ExecSession, BoundaryProcess {
     /** After exit, the longest wait for the output streams to be read to their end. */
@@ -84,6 +85,17 @@ final class WorkloadProcess implements ExecSession, BoundaryProcess {
             }
             exit.complete(done.exited() ? new ExitStatus.Exited(done.exitCode()) : new ExitStatus.Signaled(done.signal()));
         });
+    }
+
+    /**
+     * The runtime is killing the whole tree: the exit is reported as soon as the process is gone,
+     * not after a drain wait. Whatever it wrote is still in its pipes for the readers; nothing of
+     * the tree is left to write more, so waiting could only wait for a holder outside the tree.
+     */
+    void killedWithTheTree() {
+        while (drained.getCount() > 0) {
+            drained.countDown();
+        }
     }
 
     /** @return the process id (for the runtime's bookkeeping; never a handle given out) */

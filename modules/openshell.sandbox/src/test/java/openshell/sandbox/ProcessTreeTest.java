@@ -112,6 +112,30 @@ class ProcessTreeTest {
         }
     }
 
+    /**
+     * A tree the runtime kills reports its exit when it is gone: its output was taken but nobody
+     * reads it to the end (a client that stopped granting credit), which used to hold the exit for
+     * the whole OUTPUT_DRAIN_WAIT and pushed the supervisor-loss bound past 40 s.
+     */
+    @Test
+    void aKilledTreeReportsItsExitWithoutTheDrainWait() throws Exception {
+        try (TestSandbox sandbox = new TestSandbox(); ProcessTree tree = tree(sandbox)) {
+            WorkloadProcess p = tree.start(pipes("/usr/bin/bash", "-c", "echo started; echo err >&2; sleep 600"));
+            InputStream stdout = p.stdout();
+            p.stderr();
+            byte[] line = new byte[8];
+            assertEquals(8, stdout.readNBytes(line, 0, 8));
+            long killed = System.nanoTime();
+            tree.terminateAll();
+            assertEquals(Optional.of(new ExitStatus.Signaled(9)), p.awaitExit(WorkloadProcess.OUTPUT_DRAIN_WAIT));
+            Duration took = Duration.ofNanos(System.nanoTime() - killed);
+            assertTrue(took.compareTo(WorkloadProcess.OUTPUT_DRAIN_WAIT.dividedBy(2)) < 0,
+                    "the exit came " + took + " after the kill, not after a drain wait");
+            // What it wrote before is still there for a reader.
+            assertEquals("err\n", new String(p.stderr().readAllBytes(), StandardCharsets.UTF_8));
+        }
+    }
+
     @Test
     void terminateKillsTheProcesssWholeTreeIncludingADoubleForkedSessionLeader() throws Exception {
         try (TestSandbox sandbox = new TestSandbox(); ProcessTree tree = tree(sandbox)) {

@@ -31,12 +31,12 @@ class SandboxRuntimeConformanceTest implements ConformanceTarget {
     /**
      * The runtime's documented supervisor-loss bound as the kit observes it: the workload is killed
      * {@code SandboxMain.SUPERVISOR_LOSS_GRACE} (30 s) after the loss, plus its watch interval
-     * (200 ms), and the agent's exit is reported once its output is drained, at most
-     * {@code WorkloadProcess.OUTPUT_DRAIN_WAIT} (10 s) later (see the openshell.sandbox module's
-     * table of limits). Measured: killed at 30.1 s; reported between 30.1 and 40.1 s.
+     * (200 ms), and the exit of a tree the runtime killed is reported when it is gone, without the
+     * output drain wait of a normal exit (see the openshell.sandbox module's table of limits).
+     * Measured: the whole check, start and probe included, 34.0 s (it was 44 to 56 s while the
+     * killed agent's exit still waited up to 10 s for its output to drain).
      */
-    static final Duration SUPERVISOR_LOSS_BOUND = Duration.ofSeconds(30).plus(Duration.ofMillis(200))
-            .plus(Duration.ofSeconds(10));
+    static final Duration SUPERVISOR_LOSS_BOUND = Duration.ofSeconds(30).plus(Duration.ofMillis(200));
     private static final BackendKey BACKEND = new BackendKey("openshell-sandbox", 1);
     private static final String PYTHON = "/usr/bin/python3";
     /**
