@@ -16,10 +16,17 @@ import openshell.isolation.SandboxId;
  * gateways on one host, with different state roots, must never give two sandboxes one uid range,
  * or the workload of one could read the other's files and signal its processes. A slot file names
  * its owner as the gateway's state root and the sandbox id, so one gateway never frees another's.
+ * Before slots were per host they lived in the driver's state root ({@link #LEGACY_DIRECTORY},
+ * holding the sandbox id): a slot taken there is still taken, until that sandbox is deleted, so a
+ * sandbox that outlived an upgrade never shares its range with a new one.
  */
 final class SlotAllocator {
+    /** The per-state slot directory of earlier versions, under the driver's state root. */
+    static final String LEGACY_DIRECTORY = "slots";
+
     private final Path slots;
     private final Path stateRoot;
+    private final Path legacy;
 
     /**
      * @param slots     the host's slot directory
@@ -28,6 +35,7 @@ final class SlotAllocator {
     SlotAllocator(Path slots, Path stateRoot) {
         this.slots = slots;
         this.stateRoot = stateRoot.toAbsolutePath().normalize();
+        this.legacy = this.stateRoot.resolve(LEGACY_DIRECTORY);
     }
 
     private String owner(SandboxId id) {
@@ -38,6 +46,9 @@ final class SlotAllocator {
         try {
             Files.createDirectories(slots);
             for (int slot = 0; slot < IdRange.MAX_SLOTS; slot++) {
+                if (Files.exists(legacy.resolve(Integer.toString(slot)))) {
+                    continue;
+                }
                 try {
                     Files.writeString(Files.createFile(slots.resolve(Integer.toString(slot))), owner(owner),
                             StandardCharsets.UTF_8);
@@ -57,6 +68,10 @@ final class SlotAllocator {
         try {
             if (Files.exists(file) && Files.readString(file, StandardCharsets.UTF_8).equals(owner(owner))) {
                 Files.delete(file);
+            }
+            Path old = legacy.resolve(Integer.toString(slot));
+            if (Files.exists(old) && Files.readString(old, StandardCharsets.UTF_8).strip().equals(owner.value())) {
+                Files.delete(old);
             }
         } catch (IOException e) {
             throw new DriverException(Kind.FAILED, "cannot release id range slot " + slot + ": " + e.getMessage(), e);
