@@ -64,7 +64,11 @@ final class SocketCalls {
      * @return 0, or the errno the kernel returned (EINPROGRESS for a non-blocking socket)
      */
     static int connect(int fd, InetSocketAddress address) {
-        byte[] encoded = encode(address);
+        return connect(fd, encode(address));
+    }
+
+    /** connect(2) with an encoded sockaddr, retried on EINTR; returns 0 or the errno. */
+    private static int connect(int fd, byte[] encoded) {
         try (Memory memory = new Memory(encoded.length)) {
             memory.write(0, encoded, 0, encoded.length);
             while (true) {
@@ -175,19 +179,7 @@ final class SocketCalls {
         b.putShort(0, (short) AF_INET6);
         b.order(ByteOrder.BIG_ENDIAN).putShort(2, (short) ipv4.getPort());
         b.put(8, mapped);
-        byte[] encoded = b.array();
-        try (Memory memory = new Memory(encoded.length)) {
-            memory.write(0, encoded, 0, encoded.length);
-            while (true) {
-                if (connect(fd, com.sun.jna.Pointer.nativeValue(memory), encoded.length) == 0) {
-                    return 0;
-                }
-                int errno = Native.getLastError();
-                if (errno != Errno.EINTR) {
-                    return errno;
-                }
-            }
-        }
+        return connect(fd, b.array());
     }
 
     static byte[] encode(InetSocketAddress address) {
