@@ -61,6 +61,12 @@
  * added, which loads with any password. No bundle path, or any failure, fails startAgent: no agent
  * runs without the CA it was promised.
  *
+ * <h2>Binary digests</h2>
+ * The runtime is root of the sandbox's user namespace and could read any file of a mapped owner;
+ * it hashes an executable only if its permission bits alone let it read it, so a binary its
+ * owner made execute-only (0711) gets a path and no digest, as a conformance check requires, and
+ * a policy that pins a digest denies it.
+ *
  * <h2>IPv6 sockets</h2>
  * Dual-stack IPv6 sockets (every JVM's, for IPv4 destinations too, as {@code ::ffff:a.b.c.d}) are
  * decided as the IPv4 destination and connected to an IPv4 relay through its mapped address;

@@ -29,6 +29,9 @@ import openshell.isolation.IdentityResolution;
 final class IdentityCapture {
     /** Digests remembered, keyed by device, inode, size and mtime; the oldest is forgotten first. */
     static final int MAX_CACHED_DIGESTS = 1024;
+    /** This process's effective uid and gid, for {@link #plainlyReadable}. */
+    private static final int SELF_UID = selfId("Uid:");
+    private static final int SELF_GID = selfId("Gid:");
     /** Largest executable hashed; a larger one gets no digest (and policy may require one). */
     static final long MAX_HASHED_BYTES = 1L << 30;
     /** What the kernel appends to {@code /proc/<pid>/exe} once the executable was unlinked. */
@@ -86,12 +89,30 @@ final class IdentityCapture {
         }
         Optional<String> digest;
         try {
-            digest = digest(exeLink);
+            digest = plainlyReadable(exeLink) ? digest(exeLink) : Optional.empty();
         } catch (java.nio.file.AccessDeniedException e) {
             // Executable but not readable by the runtime (an unmapped owner's file): a path, no digest.
             digest = Optional.empty();
         }
         return digest.isPresent() ? Executable.of(path, digest.get()) : Executable.of(path);
+    }
+
+    /**
+     * Whether the runtime could read the file by its permission bits alone, as if it had no
+     * CAP_DAC_OVERRIDE or CAP_DAC_READ_SEARCH (it is root of the sandbox's user namespace and has
+     * them there). A binary its owner made execute-only (say 0711) gets no digest, whoever owns it,
+     * instead of a digest only privilege could read: a policy that pins a digest then denies it.
+     */
+    static boolean plainlyReadable(Path file) throws IOException {
+        Map<String, Object> a = Files.readAttributes(file, "unix:uid,gid,mode");
+        int mode = (Integer) a.get("mode");
+        if ((Integer) a.get("uid") == SELF_UID) {
+            return (mode & 0400) != 0;
+        }
+        if ((Integer) a.get("gid") == SELF_GID) {
+            return (mode & 0040) != 0;
+        }
+        return (mode & 0004) != 0;
     }
 
     private Optional<String> digest(Path exeLink) throws IOException {
@@ -165,5 +186,22 @@ final class IdentityCapture {
         } catch (IOException e) {
             return List.of();
         }
+    }
+
+    /**
+     * The effective id from /proc/self/status ("Uid:" or "Gid:": real, effective, saved, fs), not
+     * the owner of /proc/self, which a non-dumpable process (the runtime is one) shows as root.
+     */
+    private static int selfId(String field) {
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc/self/status"), StandardCharsets.US_ASCII)) {
+                if (line.startsWith(field)) {
+                    return Integer.parseInt(line.substring(field.length()).trim().split("\\s+")[1]);
+                }
+            }
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException("cannot read /proc/self/status", e);
+        }
+        throw new IllegalStateException("/proc/self/status has no " + field + " line");
     }
 }

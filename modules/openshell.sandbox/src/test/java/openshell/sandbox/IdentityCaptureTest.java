@@ -66,4 +66,26 @@ class IdentityCaptureTest {
         IdentityResolution r = new IdentityCapture(ProcessHandle.current().pid()).capture(Integer.MAX_VALUE - 1, Integer.MAX_VALUE - 1);
         assertTrue(assertInstanceOf(IdentityResolution.Unresolved.class, r).reason().contains("could not be read"));
     }
+
+    /**
+     * Digests come from what the permission bits let the runtime read, not from its privilege: an
+     * execute-only file of another owner has none; the owner's, group's or others' read bit gives one.
+     */
+    @Test
+    void onlyWhatThePermissionBitsLetTheRuntimeReadIsHashed(@org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
+        // The test JVM is dumpable, so its /proc entry belongs to its effective uid.
+        int self = (Integer) Files.getAttribute(Path.of("/proc/" + ProcessHandle.current().pid()), "unix:uid");
+        Path file = Files.writeString(dir.resolve("tool"), "#!/bin/sh\n");
+        Files.setPosixFilePermissions(file, java.nio.file.attribute.PosixFilePermissions.fromString("rwx--x--x"));
+        Files.setAttribute(file, "unix:uid", self + 4242);
+        Files.setAttribute(file, "unix:gid", self + 4242);
+        assertEquals(false, IdentityCapture.plainlyReadable(file), "another owner's 0711 file");
+        Files.setPosixFilePermissions(file, java.nio.file.attribute.PosixFilePermissions.fromString("rwx--xr-x"));
+        assertEquals(true, IdentityCapture.plainlyReadable(file), "others may read");
+        Files.setAttribute(file, "unix:uid", self);
+        Files.setPosixFilePermissions(file, java.nio.file.attribute.PosixFilePermissions.fromString("-wx--x--x"));
+        assertEquals(false, IdentityCapture.plainlyReadable(file), "its own file without the owner's read bit");
+        Files.setPosixFilePermissions(file, java.nio.file.attribute.PosixFilePermissions.fromString("r-x------"));
+        assertEquals(true, IdentityCapture.plainlyReadable(file), "its own readable file");
+    }
 }

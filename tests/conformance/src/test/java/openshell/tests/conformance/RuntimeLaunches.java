@@ -212,6 +212,12 @@ final class RuntimeLaunches {
                 .peerPolicy(UnixPeerPolicy.user(Long.toString(runtimeUid)))
                 .build();
         Live live = new Live(context, provisioned, workspace, channel, runtimeUid, endpoint);
+        // The probe's execute-only binary belongs to the workload (a mapped owner): its process stays
+        // inspectable, and only the runtime's privilege could read the file, so it gets no digest.
+        Path unreadable = workspace.resolve("unreadable-bash");
+        Files.setAttribute(unreadable, "unix:uid", (int) live.workloadHostUid());
+        Files.setAttribute(unreadable, "unix:gid", (int) live.workloadHostUid());
+        Files.setPosixFilePermissions(unreadable, PosixFilePermissions.fromString("rwx--x--x"));
         endpoint.listen();
         // The runtime runs as the sandbox's mapped root: it must be able to connect.
         Files.setAttribute(channel, "unix:uid", (int) runtimeUid);
@@ -222,8 +228,8 @@ final class RuntimeLaunches {
 
     /**
      * The programs the probes need inside the workspace: a copy of bash the workload may execute
-     * but the runtime may not read (host root's, mode 0711: root of the sandbox's user namespace
-     * has no rights over an unmapped owner's file).
+     * but the runtime may not read by its permissions (mode 0711; given to the workload's mapped
+     * uid once the launch is known, see {@link #listen}).
      */
     private static void prepareWorkspace(Path workspace) throws IOException {
         Path unreadable = workspace.resolve("unreadable-bash");

@@ -53,14 +53,7 @@ class SandboxRuntimeConformanceTest implements ConformanceTarget {
      * Checks this pair cannot pass by design, each with why. Not skipped silently: each shows as an
      * aborted test named after the check, with its reason.
      */
-    static final Map<String, String> EXCLUDED = Map.of("identity.unreadable-binary-digest-empty",
-            "on Linux, exec of a binary its caller cannot read makes the process non-dumpable and, when the file's owner "
-            + "is not mapped in the sandbox's user namespace (the only files the runtime, root of that namespace with "
-            + "CAP_DAC_OVERRIDE, cannot read), moves its mm to the initial user namespace: the runtime can then neither "
-            + "read the caller's sockaddr (process_vm_readv) nor take its socket (pidfd_getfd), so the connect fails "
-            + "closed with EPERM before it is announced. Passing needs the runtime to drop CAP_DAC_OVERRIDE and "
-            + "CAP_DAC_READ_SEARCH (hash with plain permissions) so that a mapped owner's 0711 file is unreadable to it "
-            + "while its process stays inspectable (follow-up, issue 5)");
+    static final Map<String, String> EXCLUDED = Map.of();
 
     private final RuntimeLaunches launches = RuntimeLaunches.shared();
 
