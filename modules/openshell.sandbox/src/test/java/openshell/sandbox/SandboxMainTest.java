@@ -92,6 +92,10 @@ class SandboxMainTest {
             NetworkMediationSource[] mediation = new NetworkMediationSource[1];
             startAgent(main, agent, mediation);
             assertTrue(agentAlive("613.25"), "the agent runs");
+            // The runtime's watch samples the link every WATCH_INTERVAL: lose the supervisor only after
+            // it could have seen it (on a loaded machine it once had not, and reported "no supervisor
+            // within" the first-contact wait instead of a lost one).
+            Thread.sleep(SandboxMain.WATCH_INTERVAL.multipliedBy(5).toMillis());
             long lost = System.nanoTime();
             // The supervisor goes away: its listener and its link close.
             mediation[0].close();
@@ -100,7 +104,8 @@ class SandboxMainTest {
             Duration took = Duration.ofNanos(System.nanoTime() - lost);
             assertEquals(SandboxMain.EXIT_SUPERVISOR_LOST, main.process.exitValue(), () -> err.getNow(""));
             assertTrue(took.compareTo(SandboxMain.SUPERVISOR_LOSS_GRACE) >= 0, "waited the grace: " + took);
-            assertTrue(err.get(WAIT.toSeconds(), TimeUnit.SECONDS).contains("supervisor lost"));
+            String stderr = err.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+            assertTrue(stderr.contains("supervisor lost"), stderr);
             assertFalse(agentAlive("613.25"), "the agent is gone");
         }
     }
