@@ -36,6 +36,7 @@ final class CallConnection {
     private final Http2ClientImpl http2Client;
     private final Http2ClientConnection connection;
     private final DataWriter frames;
+    private final ForgottenStreamTap tap;
     private final Channel channel;
     private final Supplier<Optional<String>> bearer;
     private final String authority;
@@ -65,6 +66,7 @@ final class CallConnection {
         this.http2Client = opened.client();
         this.connection = opened.connection();
         this.frames = opened.writer();
+        this.tap = opened.tap();
         this.channel = new LinkChannel(new Host());
     }
 
@@ -87,6 +89,19 @@ final class CallConnection {
     /** @return calls and streams open now */
     int openStreams() {
         return maxStreams - streams.availablePermits();
+    }
+
+    /** @return frames dropped so far because their stream was already closed */
+    long framesForClosedStreams() {
+        return tap.framesDropped();
+    }
+
+    /**
+     * @param streamId a stream of this connection
+     * @return whether a call closed it, so late frames for it are dropped
+     */
+    boolean forgot(int streamId) {
+        return tap.forgets(streamId);
     }
 
     /** @return the one writer of every frame, for frames of the owner's own (pings) */
@@ -173,6 +188,11 @@ final class CallConnection {
         @Override
         public Http2ClientImpl http2Client() {
             return http2Client;
+        }
+
+        @Override
+        public void forget(int streamId) {
+            tap.forget(streamId);
         }
     }
 }

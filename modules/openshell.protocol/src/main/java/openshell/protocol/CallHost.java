@@ -54,4 +54,12 @@ interface CallHost {
 
     /** @return the client it belongs to */
     Http2ClientImpl http2Client();
+
+    /**
+     * A call closed its stream: late frames for it are dropped before Helidon sees them
+     * ({@link ForgottenStreamTap}).
+     *
+     * @param streamId the stream
+     */
+    void forget(int streamId);
 }

@@ -30,8 +30,9 @@ final class Http2Connections {
      * @param client     the client the connection belongs to
      * @param connection the connection (preface and settings sent)
      * @param writer     the one writer of every frame (Helidon writes each frame as one call)
+     * @param tap        where a call tells that its stream is closed, so late frames for it are dropped
      */
-    record Opened(Http2ClientImpl client, Http2ClientConnection connection, DataWriter writer) {
+    record Opened(Http2ClientImpl client, Http2ClientConnection connection, DataWriter writer, ForgottenStreamTap tap) {
     }
 
     /**
@@ -54,7 +55,6 @@ final class Http2Connections {
                 .protocolConfig(protocol)
                 .shareConnectionCache(false)
                 .executor(executor));
-        DataReader reader = new DataReader(socket);
         SocketWriter socketWriter = SocketWriter.create(socket);
         DataWriter writer = new DataWriter() {
             @Override
@@ -77,6 +77,8 @@ final class Http2Connections {
                 socketWriter.writeNow(buffer);
             }
         };
+        ForgottenStreamTap tap = new ForgottenStreamTap(socket, increment -> writer.write(connectionWindowUpdate(increment)));
+        DataReader reader = new DataReader(tap);
         ClientConnection clientConnection = new ClientConnection() {
             @Override
             public DataReader reader() {
@@ -108,6 +110,12 @@ final class Http2Connections {
                 onClose.run();
             }
         };
-        return new Opened(client, Http2ClientConnection.create(client, clientConnection, true), writer);
+        return new Opened(client, Http2ClientConnection.create(client, clientConnection, true), writer, tap);
+    }
+
+    // WINDOW_UPDATE (type 0x8) on stream 0: length 4, no flags, the 31-bit increment.
+    private static BufferData connectionWindowUpdate(int increment) {
+        return BufferData.create(new byte[] {0, 0, 4, 0x8, 0, 0, 0, 0, 0, (byte) (increment >>> 24 & 0x7f),
+            (byte) (increment >>> 16), (byte) (increment >>> 8), (byte) increment});
     }
 }

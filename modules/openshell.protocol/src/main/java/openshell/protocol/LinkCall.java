@@ -338,7 +338,10 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
                 }
             }
         } catch (RuntimeException e) {
-            finish(Status.UNAVAILABLE.withDescription("stream failed: " + e.getMessage()).withCause(e), new Metadata());
+            // A closed link interrupts its readers: say why it closed, not how the read ended.
+            String why = link.isOpen() ? "stream failed: " + e.getMessage()
+                    : "link closed: " + link.closedFor().orElse(Refusal.TRANSPORT_FAILED);
+            finish(Status.UNAVAILABLE.withDescription(why).withCause(e), new Metadata());
         }
     }
 
@@ -502,9 +505,19 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
 
     /** Helidon's client stream, opened by {@link #writeHeaders}; the subclass only reaches its constructor. */
     static final class CallStream extends Http2ClientStream {
+        private final CallHost link;
+
         CallStream(CallHost link) {
             super(link.connection(), Http2Settings.create(), link.helidonSocket(), STREAM_CONFIG,
                     link.http2Client().prototype(), link.connection().streamIdSequence());
+            this.link = link;
+        }
+
+        /** The connection's reader forgets the stream first, so no late frame for it reaches Helidon after it did. */
+        @Override
+        public void close() {
+            link.forget(streamId());
+            super.close();
         }
     }
 }
