@@ -77,6 +77,13 @@ interface RuntimeControl {
     /** @param process a process id @return its streams */
     ExecSession session(long process);
 
+    /**
+     * @param process a process id
+     * @return its output journals when the runtime retains its output (the agent's), for an
+     *         attach that resumes where the client's copy ends
+     */
+    Optional<OutputJournal.Pair> retainedOutput(long process);
+
     /** @param process a process id @param timeout longest wait @return its status once exited */
     Optional<ExitStatus> await(long process, Duration timeout);
 

@@ -10,6 +10,7 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -50,6 +51,7 @@ import openshell.protocol.wire.ExecRequest;
 import openshell.protocol.wire.ExecResult;
 import openshell.protocol.wire.ExecutableFile;
 import openshell.protocol.wire.ExitStatus;
+import openshell.protocol.wire.OutputLost;
 import openshell.protocol.wire.Identity;
 import openshell.protocol.wire.PendingConnection;
 import openshell.protocol.wire.PendingConnectionsRequest;
@@ -89,6 +91,8 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
     static final TerminalSize DEFAULT_TERMINAL = new TerminalSize(80, 24);
     /** Largest chunk of process output or relay bytes put in one message (one HTTP/2 frame). */
     static final int MAX_CHUNK_BYTES = CreditedStream.MAX_CHUNK_BYTES;
+    /** How often an attached output stream looks whether its client is still there. */
+    static final Duration EXIT_SLICE = Duration.ofSeconds(1);
     /** How often the mediation streams look whether their call was cancelled while nothing is pending. */
     static final Duration MEDIATION_POLL = Duration.ofMillis(500);
     /** Most port-forward connections made and not yet claimed by their Relay stream; more are refused UNAVAILABLE. */
@@ -270,18 +274,29 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
         });
     }
 
+    /**
+     * A process's I/O. The first message names the process ({@code process_id}, or {@code resume}
+     * with where the client's copy of each stream ends). The agent's output is retained
+     * ({@link OutputJournal}): it is sent from the asked offsets, with an {@code OutputLost} in
+     * place of bytes no longer kept; an exec's output is read from its pipes while attached.
+     * The exit is sent once both output streams ended; a detach (the stream failed) lets the
+     * process be attached again at once.
+     */
     @Override
     public StreamObserver<ProcessInput> attachProcess(StreamObserver<ProcessOutput> raw) {
         AtomicReference<CreditedStream<ProcessInput, ProcessOutput>> self = new AtomicReference<>();
         StreamObserver<ProcessInput> handler = new StreamObserver<>() {
             private ExecSession session;
             private long process;
+            private final List<AutoCloseable> readers = new java.util.concurrent.CopyOnWriteArrayList<>();
 
             @Override
             public void onNext(ProcessInput input) {
                 try {
                     switch (input.getKindCase()) {
-                    case PROCESS_ID -> start(input.getProcessId());
+                    case PROCESS_ID -> start(input.getProcessId(), 0, 0, false);
+                    case RESUME -> start(input.getResume().getProcessId(), input.getResume().getStdoutOffset(),
+                            input.getResume().getStderrOffset(), true);
                     case STDIN -> stdin().write(input.getStdin().toByteArray());
                     case STDIN_CLOSED -> stdin().close();
                     default -> throw new BackendException(BackendException.Kind.INVALID, "empty process input");
@@ -301,26 +316,45 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
                 return session.stdin();
             }
 
-            private void start(String id) {
+            private void start(String id, long stdoutFrom, long stderrFrom, boolean resume) {
                 if (session != null) {
                     throw new BackendException(BackendException.Kind.INVALID, "the process is already named");
                 }
                 long candidate = processId(id);
                 ExecSession s = control.session(candidate);
+                Optional<OutputJournal.Pair> retained = control.retainedOutput(candidate);
+                if (resume && retained.isEmpty() && (stdoutFrom != 0 || stderrFrom != 0)) {
+                    throw new BackendException(BackendException.Kind.INVALID, "process " + id
+                            + " is an exec: only the agent's output is retained to resume from");
+                }
+                if (stdoutFrom < 0 || stderrFrom < 0) {
+                    throw new BackendException(BackendException.Kind.INVALID, "an output offset is out of range");
+                }
                 if (!attachedProcesses.add(candidate)) {
                     throw new BackendException(BackendException.Kind.INVALID, "process " + id + " is already attached");
                 }
                 session = s;
                 process = candidate;
                 CountDownLatch drained = new CountDownLatch(2);
-                pump(s.stdout(), true, drained);
-                pump(s.stderr(), false, drained);
+                if (retained.isPresent()) {
+                    replay(retained.get().stdout().reader(stdoutFrom), false, drained);
+                    replay(retained.get().stderr().reader(stderrFrom), true, drained);
+                } else {
+                    pump(s.stdout(), true, drained);
+                    pump(s.stderr(), false, drained);
+                }
                 Thread.ofVirtual().name("process-" + candidate + "-exit").start(() -> {
                     try {
                         drained.await();
-                        openshell.isolation.ExitStatus exit = control.await(candidate, MAX_WAIT_CALL).orElseThrow();
-                        self.get().send(ProcessOutput.newBuilder().setExit(wire(exit)).build());
-                        self.get().complete();
+                        Optional<openshell.isolation.ExitStatus> exit = Optional.empty();
+                        // In slices: a client gone meanwhile frees the process for the next attach now.
+                        while (exit.isEmpty() && !self.get().isEnded()) {
+                            exit = control.await(candidate, EXIT_SLICE);
+                        }
+                        if (exit.isPresent()) {
+                            self.get().send(ProcessOutput.newBuilder().setExit(wire(exit.get())).build());
+                            self.get().complete();
+                        }
                     } catch (InterruptedException e) {
                         Thread.currentThread().interrupt();
                     } catch (RuntimeException e) {
@@ -331,7 +365,41 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
                             LOGGER.log(System.Logger.Level.DEBUG, "exit of process " + candidate + " not sent: " + gone);
                         }
                     } finally {
+                        readers.forEach(RuntimeService::closeQuietly);
                         attachedProcesses.remove(candidate);
+                    }
+                });
+            }
+
+            // From the journal: a virtual thread (the journal waits on a monitor, not a native poll).
+            private void replay(OutputJournal.Reader reader, boolean stderr, CountDownLatch drained) {
+                readers.add(reader);
+                Thread.ofVirtual().name("process-" + process + (stderr ? "-stderr" : "-stdout")).start(() -> {
+                    try (reader) {
+                        while (!self.get().isEnded()) {
+                            OutputJournal.Chunk chunk = reader.next(MAX_CHUNK_BYTES, EXIT_SLICE);
+                            ProcessOutput message = switch (chunk) {
+                                case OutputJournal.Bytes bytes -> stderr
+                                        ? ProcessOutput.newBuilder().setStderr(ByteString.copyFrom(bytes.bytes())).build()
+                                        : ProcessOutput.newBuilder().setStdout(ByteString.copyFrom(bytes.bytes())).build();
+                                case OutputJournal.Lost lost -> ProcessOutput.newBuilder().setLost(OutputLost.newBuilder()
+                                        .setStderr(stderr).setBytes(lost.bytes())).build();
+                                case OutputJournal.End end -> null;
+                                case null -> null;
+                            };
+                            if (chunk instanceof OutputJournal.End) {
+                                return;
+                            }
+                            if (message != null) {
+                                self.get().send(message);
+                            }
+                        }
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    } catch (RuntimeException e) {
+                        LOGGER.log(System.Logger.Level.DEBUG, "output of process " + process + " ended: " + e);
+                    } finally {
+                        drained.countDown();
                     }
                 });
             }
@@ -358,7 +426,9 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
 
             @Override
             public void onError(Throwable t) {
-                // The supervisor went away; the process keeps running and can be attached again.
+                // The supervisor went away: the process keeps running and can be attached again; the
+                // agent is no longer held back by this reader.
+                readers.forEach(RuntimeService::closeQuietly);
             }
 
             @Override
@@ -371,6 +441,14 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
         self.set(stream);
         stream.connect(raw);
         return stream.inbound();
+    }
+
+    private static void closeQuietly(AutoCloseable closeable) {
+        try {
+            closeable.close();
+        } catch (Exception ignored) {
+            // detaching either way
+        }
     }
 
     @Override

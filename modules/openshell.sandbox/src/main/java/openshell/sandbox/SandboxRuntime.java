@@ -144,6 +144,8 @@ final class SandboxRuntime implements RuntimeControl, AutoCloseable {
             process = tree.start(new ProcessTree.LaunchRequest(spec.argv(), environment(spec.environment()),
                     spec.workingDirectory(), Optional.empty()));
             id = register(process);
+            // Drained from the start: the agent never blocks on output nobody attached to read.
+            process.retainOutput();
             agent = id;
             state = State.RUNNING;
         }
@@ -230,6 +232,12 @@ final class SandboxRuntime implements RuntimeControl, AutoCloseable {
     public synchronized ExecSession session(long process) {
         require(State.RUNNING, "session");
         return process(process);
+    }
+
+    @Override
+    public synchronized Optional<OutputJournal.Pair> retainedOutput(long process) {
+        require(State.RUNNING, "attach");
+        return process(process).retained();
     }
 
     @Override

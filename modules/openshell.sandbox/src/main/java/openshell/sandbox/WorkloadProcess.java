@@ -45,6 +45,7 @@ final class WorkloadProcess implements ExecSession, BoundaryProcess {
     private final CountDownLatch drained;
     private final CompletableFuture<ExitStatus> exit = new CompletableFuture<>();
     private final java.util.concurrent.atomic.AtomicBoolean outputTaken = new java.util.concurrent.atomic.AtomicBoolean();
+    private volatile Optional<OutputJournal.Pair> retained = Optional.empty();
 
     WorkloadProcess(Cgroup leaf, ChildProcess process, OwnedFd stdin, OwnedFd stdout, Optional<OwnedFd> stderr,
                     Optional<Pty> terminal) {
@@ -83,6 +84,11 @@ final class WorkloadProcess implements ExecSession, BoundaryProcess {
             } catch (InterruptedException x) {
                 Thread.currentThread().interrupt();
             }
+            // What a descendant still holding the pipes writes after this is not the process's output.
+            retained.ifPresent(pair -> {
+                pair.stdout().finish();
+                pair.stderr().finish();
+            });
             exit.complete(done.exited() ? new ExitStatus.Exited(done.exitCode()) : new ExitStatus.Signaled(done.signal()));
         });
     }
@@ -96,6 +102,55 @@ final class WorkloadProcess implements ExecSession, BoundaryProcess {
         while (drained.getCount() > 0) {
             drained.countDown();
         }
+    }
+
+    /**
+     * Drains the output into journals from now on (the agent's, before it can write anything):
+     * the process never blocks on a pipe nobody reads, and a client that attaches later or again
+     * gets what is kept ({@link OutputJournal}). Its exit waits for the journals to hold
+     * everything, as it waits for an attached reader otherwise.
+     *
+     * @return the journals
+     */
+    OutputJournal.Pair retainOutput() {
+        synchronized (this) {
+            if (retained.isPresent()) {
+                return retained.get();
+            }
+            outputTaken.set(true);
+            OutputJournal.Pair pair = new OutputJournal.Pair(new OutputJournal(), new OutputJournal());
+            retained = Optional.of(pair);
+            journal(stdout, pair.stdout(), "stdout");
+            if (stderr.isPresent()) {
+                journal(stderr.get(), pair.stderr(), "stderr");
+            } else {
+                pair.stderr().finish();
+            }
+            return pair;
+        }
+    }
+
+    /** @return the journals, if this process's output is retained */
+    Optional<OutputJournal.Pair> retained() {
+        return retained;
+    }
+
+    // A platform thread: the read is a native poll through JNA that would pin a virtual thread's carrier.
+    private void journal(OwnedFd fd, OutputJournal journal, String name) {
+        InputStream in = read(fd);
+        Thread.ofPlatform().daemon(true).name("workload-" + process.pid() + "-" + name).start(() -> {
+            byte[] buffer = new byte[OutputJournal.BLOCK_BYTES];
+            try (in) {
+                int n;
+                while ((n = in.read(buffer, 0, buffer.length)) >= 0) {
+                    journal.append(buffer, 0, n);
+                }
+            } catch (IOException | InterruptedException | RuntimeException e) {
+                NetworkBroker.audit("workload-output", "ended", name + " of " + process.pid() + ": " + e.getMessage());
+            } finally {
+                journal.finish();
+            }
+        });
     }
 
     /** @return the process id (for the runtime's bookkeeping; never a handle given out) */
@@ -143,18 +198,76 @@ final class WorkloadProcess implements ExecSession, BoundaryProcess {
         };
     }
 
+    /** A retained output reads from its journal (from the oldest byte kept; a gap is skipped silently). */
     @Override
     public InputStream stdout() {
-        return stream(stdout);
+        return retained.map(pair -> journalStream(pair.stdout())).orElseGet(() -> stream(stdout));
     }
 
     @Override
     public InputStream stderr() {
-        return stderr.map(this::stream).orElseGet(InputStream::nullInputStream);
+        return retained.map(pair -> journalStream(pair.stderr()))
+                .orElseGet(() -> stderr.map(this::stream).orElseGet(InputStream::nullInputStream));
+    }
+
+    private static InputStream journalStream(OutputJournal journal) {
+        OutputJournal.Reader reader = journal.reader(0);
+        return new InputStream() {
+            private byte[] pending = new byte[0];
+            private int at;
+
+            @Override
+            public int read() throws IOException {
+                byte[] one = new byte[1];
+                int n = read(one, 0, 1);
+                return n < 0 ? -1 : one[0] & 0xff;
+            }
+
+            @Override
+            public int read(byte[] b, int off, int len) throws IOException {
+                if (len == 0) {
+                    return 0;
+                }
+                while (at == pending.length) {
+                    OutputJournal.Chunk chunk;
+                    try {
+                        chunk = reader.next(len, READ_SLICE);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        throw new java.io.InterruptedIOException("interrupted");
+                    }
+                    switch (chunk) {
+                        case OutputJournal.Bytes bytes -> {
+                            pending = bytes.bytes();
+                            at = 0;
+                        }
+                        case OutputJournal.End end -> {
+                            return -1;
+                        }
+                        case null, default -> {
+                            // nothing yet, or a gap: read on
+                        }
+                    }
+                }
+                int n = Math.min(len, pending.length - at);
+                System.arraycopy(pending, at, b, off, n);
+                at += n;
+                return n;
+            }
+
+            @Override
+            public void close() {
+                reader.close();
+            }
+        };
     }
 
     private InputStream stream(OwnedFd fd) {
         outputTaken.set(true);
+        return read(fd);
+    }
+
+    private InputStream read(OwnedFd fd) {
         return new InputStream() {
             private boolean ended;
 

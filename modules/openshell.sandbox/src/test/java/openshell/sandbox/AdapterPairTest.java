@@ -2,6 +2,7 @@ package openshell.sandbox;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -121,9 +122,18 @@ class AdapterPairTest {
 
     /** Runs the lifecycle up to Running over the protocol, asserting each step on the way. */
     private static Started start(SandboxRuntime control, Pair pair, PolicySnapshot policy, StartupProbes.Report report) {
-        OpenShellRuntimeBackend backend = OpenShellRuntimeBackend.over(d -> pair.supervisor.connect());
-        SandboxContext context = new SandboxContext(new SandboxId(SANDBOX), SandboxSessionId.fresh(), policy,
-                new AgentSpec(List.of("/usr/bin/sleep", "600"), Map.of("PATH", "/usr/bin:/bin"), "/"),
+        return start(control, pair, policy, report, new AgentSpec(List.of("/usr/bin/sleep", "600"), Map.of("PATH", "/usr/bin:/bin"), "/"),
+                link -> { });
+    }
+
+    private static Started start(SandboxRuntime control, Pair pair, PolicySnapshot policy, StartupProbes.Report report,
+                                 AgentSpec agent, java.util.function.Consumer<openshell.protocol.SupervisorLink> links) {
+        OpenShellRuntimeBackend backend = OpenShellRuntimeBackend.over(d -> {
+            openshell.protocol.SupervisorLink link = pair.supervisor.connect();
+            links.accept(link);
+            return link;
+        });
+        SandboxContext context = new SandboxContext(new SandboxId(SANDBOX), SandboxSessionId.fresh(), policy, agent,
                 new WorkloadIdentity(TestSandbox.NOBODY, TestSandbox.NOBODY, List.of()));
         BoundBoundary bound = backend.attach(descriptor(), context);
         assertEquals(SandboxRuntime.State.ATTACHED, control.state());
@@ -397,6 +407,156 @@ class AdapterPairTest {
                 AgentSpec.of(List.of("/usr/bin/true")), new WorkloadIdentity(1000, 1000, List.of()));
         assertEquals(BackendException.Kind.UNAVAILABLE, assertThrows(BackendException.class,
                 () -> provider.create().attach(descriptor(), context)).kind());
+    }
+
+    /**
+     * The agent's output is drained while nobody is attached (so the agent never blocks on a full
+     * pipe) and kept up to {@link OutputJournal#MAX_RETAINED_BYTES}: a first attach over the
+     * protocol gets an OutputLost for what no longer fits and then the kept tail, byte for byte;
+     * a reattach that resumes from an offset gets exactly the rest; an exec cannot resume.
+     */
+    @Test
+    void theAgentsOutputIsKeptForALateAttachAndAResume() throws Exception {
+        PolicySnapshot policy = PolicySnapshot.of(1, "version: 1\n".getBytes(StandardCharsets.UTF_8));
+        byte[] line = "0123456789abcdef\n".getBytes(StandardCharsets.US_ASCII);
+        long total = 3L * OutputJournal.MAX_RETAINED_BYTES;
+        AgentSpec agent = new AgentSpec(List.of("/usr/bin/bash", "-c", "yes 0123456789abcdef | head -c " + total + "; exec sleep 600"),
+                Map.of("PATH", "/usr/bin:/bin"), "/");
+        try (TestSandbox sandbox = new TestSandbox()) {
+            StartupProbes.Report report = StartupProbes.run(sandbox.network);
+            try (SandboxRuntime control = new SandboxRuntime(report, sandbox.broker, ProcessTreeTest.tree(sandbox), policy.sha256());
+                 Pair pair = new Pair(control)) {
+                java.util.concurrent.atomic.AtomicReference<openshell.protocol.SupervisorLink> link = new java.util.concurrent.atomic.AtomicReference<>();
+                Started started = start(control, pair, policy, report, agent, link::set);
+                long agentId = control.agent();
+                OutputJournal.Pair journals = control.retainedOutput(agentId).orElseThrow();
+                long deadline = System.nanoTime() + WAIT.toNanos();
+                while (journals.stdout().written() < total) {
+                    assertTrue(System.nanoTime() < deadline, "the agent's output must be drained with nobody attached, got "
+                            + journals.stdout().written() + " of " + total + " bytes");
+                    Thread.sleep(20);
+                }
+                openshell.protocol.wire.SandboxRuntimeGrpc.SandboxRuntimeStub stub =
+                        openshell.protocol.wire.SandboxRuntimeGrpc.newStub(link.get().channel());
+
+                Attached first = Attached.open(stub, openshell.protocol.wire.ProcessInput.newBuilder()
+                        .setProcessId(Long.toString(agentId)).build());
+                openshell.protocol.wire.ProcessOutput head = first.next();
+                assertTrue(head.hasLost() && !head.getLost().getStderr(), "first comes what was lost: " + head);
+                long lost = head.getLost().getBytes();
+                assertEquals(journals.stdout().oldest(), lost);
+                assertTrue(lost >= total - OutputJournal.MAX_RETAINED_BYTES && lost <= total - OutputJournal.MAX_RETAINED_BYTES
+                        + OutputJournal.BLOCK_BYTES, "lost " + lost);
+                long offset = lost;
+                while (offset < total) {
+                    openshell.protocol.wire.ProcessOutput out = first.next();
+                    assertTrue(out.hasStdout(), "only stdout follows: " + out);
+                    byte[] bytes = out.getStdout().toByteArray();
+                    for (byte b : bytes) {
+                        if (b != line[(int) (offset % line.length)]) {
+                            throw new AssertionError("byte " + offset + " differs");
+                        }
+                        offset++;
+                    }
+                }
+                first.detach();
+
+                Attached resumed = Attached.reattach(stub, openshell.protocol.wire.ProcessInput.newBuilder()
+                        .setResume(openshell.protocol.wire.ResumeOutput.newBuilder().setProcessId(Long.toString(agentId))
+                                .setStdoutOffset(total - 100).setStderrOffset(0)).build());
+                java.io.ByteArrayOutputStream rest = new java.io.ByteArrayOutputStream();
+                while (rest.size() < 100) {
+                    openshell.protocol.wire.ProcessOutput out = resumed.next();
+                    assertTrue(out.hasStdout(), "a resume inside what is kept loses nothing: " + out);
+                    rest.writeBytes(out.getStdout().toByteArray());
+                }
+                byte[] expected = new byte[100];
+                for (int i = 0; i < 100; i++) {
+                    expected[i] = line[(int) ((total - 100 + i) % line.length)];
+                }
+                org.junit.jupiter.api.Assertions.assertArrayEquals(expected, rest.toByteArray());
+                assertNull(resumed.poll(Duration.ofMillis(300)), "nothing after the end of the agent's output so far");
+                resumed.detach();
+
+                long exec = control.exec(ExecSpec.of("/usr/bin/sleep", "600"));
+                Attached refused = Attached.open(stub, openshell.protocol.wire.ProcessInput.newBuilder()
+                        .setResume(openshell.protocol.wire.ResumeOutput.newBuilder().setProcessId(Long.toString(exec))
+                                .setStdoutOffset(5)).build());
+                Throwable failure = refused.failure.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+                assertTrue(failure.getMessage().contains("only the agent's output is retained"), failure.getMessage());
+
+                started.running().terminate();
+                started.mediation().close();
+            }
+        }
+    }
+
+    /** A raw attachProcess stream under credits, as the supervisor's session would hold it. */
+    private static final class Attached {
+        final java.util.concurrent.BlockingQueue<openshell.protocol.wire.ProcessOutput> received =
+                new java.util.concurrent.LinkedBlockingQueue<>();
+        final CompletableFuture<Throwable> failure = new CompletableFuture<>();
+        final CreditedStream<openshell.protocol.wire.ProcessOutput, openshell.protocol.wire.ProcessInput> stream;
+
+        private Attached(openshell.protocol.wire.SandboxRuntimeGrpc.SandboxRuntimeStub stub) {
+            stream = CreditedStream.create(CreditedStream.Kind.SUPERVISOR_PROCESS, new io.grpc.stub.StreamObserver<>() {
+                @Override
+                public void onNext(openshell.protocol.wire.ProcessOutput value) {
+                    received.add(value);
+                }
+
+                @Override
+                public void onError(Throwable t) {
+                    failure.complete(t);
+                }
+
+                @Override
+                public void onCompleted() {
+                    failure.complete(new IllegalStateException("completed"));
+                }
+            }, Thread.ofVirtual().factory());
+            stream.connect(stub.attachProcess(stream.inbound()));
+        }
+
+        static Attached open(openshell.protocol.wire.SandboxRuntimeGrpc.SandboxRuntimeStub stub,
+                             openshell.protocol.wire.ProcessInput first) {
+            Attached attached = new Attached(stub);
+            attached.stream.send(first);
+            return attached;
+        }
+
+        /** Attaches again once the runtime let the last attach go (it looks every EXIT_SLICE). */
+        static Attached reattach(openshell.protocol.wire.SandboxRuntimeGrpc.SandboxRuntimeStub stub,
+                                 openshell.protocol.wire.ProcessInput first) throws Exception {
+            long deadline = System.nanoTime() + WAIT.toNanos();
+            while (true) {
+                Attached attached = open(stub, first);
+                Throwable refused;
+                try {
+                    refused = attached.failure.get(300, TimeUnit.MILLISECONDS);
+                } catch (java.util.concurrent.TimeoutException stillAttached) {
+                    return attached;
+                }
+                assertTrue(refused.getMessage().contains("already attached"), refused.getMessage());
+                assertTrue(System.nanoTime() < deadline, "the detached agent was never free to attach again");
+            }
+        }
+
+        openshell.protocol.wire.ProcessOutput next() throws Exception {
+            openshell.protocol.wire.ProcessOutput out = poll(WAIT);
+            if (out == null) {
+                throw new AssertionError("nothing arrived; failure: " + failure.getNow(null));
+            }
+            return out;
+        }
+
+        openshell.protocol.wire.ProcessOutput poll(Duration wait) throws InterruptedException {
+            return received.poll(wait.toMillis(), TimeUnit.MILLISECONDS);
+        }
+
+        void detach() {
+            stream.fail(io.grpc.Status.CANCELLED.withDescription("detached by the test"));
+        }
     }
 
     private static byte[] readAll(java.io.InputStream in) {

@@ -35,9 +35,11 @@ class LifecycleTest {
                 assertTrue(evidence.controls().stream().anyMatch(c -> c.mechanism().contains("Landlock ABI " + report.landlockAbi())));
                 long agent = runtime.startAgent(agentSpec);
                 long sleeper = runtime.exec(ExecSpec.of("/usr/bin/sleep", "600"));
-                runtime.session(agent).stdin().write("bye\n".getBytes(java.nio.charset.StandardCharsets.UTF_8));
-                runtime.session(agent).stdout().readAllBytes();
-                runtime.session(agent).stderr().readAllBytes();
+                // One handle: once the agent ended, a new session call is refused.
+                openshell.isolation.ExecSession session = runtime.session(agent);
+                session.stdin().write("bye\n".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                session.stdout().readAllBytes();
+                session.stderr().readAllBytes();
                 assertEquals(Optional.of(new ExitStatus.Exited(3)), runtime.await(agent, TestSandbox.WAIT));
                 // The exec'd process does not outlive the agent.
                 assertEquals(Optional.of(new ExitStatus.Signaled(9)), runtime.await(sleeper, TestSandbox.WAIT));
