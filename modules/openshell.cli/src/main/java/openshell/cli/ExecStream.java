@@ -40,6 +40,8 @@ final class ExecStream {
     static final int STDIN_CHUNK = 8 * 1024;
     /** How long the CLI waits for the gateway to accept the stream. */
     static final long START_TIMEOUT_SECONDS = 60;
+    /** After the CLI ends the stream itself, the longest wait for the gateway to end it too (the exec terminated). */
+    static final java.time.Duration CANCEL_WAIT = java.time.Duration.ofSeconds(2);
 
     /**
      * Helidon's gRPC client logs a routine read-poll timeout as SEVERE; the CLI's stderr belongs
@@ -234,14 +236,27 @@ final class ExecStream {
         }
     }
 
-    /** Ends the stream from this side: the gateway terminates the exec. */
+    /**
+     * Ends the stream from this side, and waits up to {@link #CANCEL_WAIT} for the gateway to end
+     * it too: the gateway takes the caller's half-close before the exit as the caller gone and
+     * terminates the exec. A reset (gRPC cancel) would not do: Helidon 4.1.7's server marks a
+     * reset stream closed without telling the call, so the exec kept running whenever the reset
+     * reached the gateway before the CLI's exit closed the connection.
+     */
     void cancel() {
         synchronized (requests) {
             try {
-                requests.onError(io.grpc.Status.CANCELLED.withDescription("the CLI went away").asRuntimeException());
+                requests.onCompleted();
             } catch (RuntimeException ignored) {
                 // Already ended.
             }
+        }
+        try {
+            outcome.get(CANCEL_WAIT.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (ExecutionException | TimeoutException e) {
+            // The connection's close when the CLI exits is the gateway's last word on it.
         }
     }
 

@@ -159,7 +159,8 @@ class CliExecStreamTest {
             left = Cli.run(state, env, "sandbox", "exec", "io", "--", "/bin/sh", "-c",
                     "ps -eo args | grep -c \"[t]rap '' INT\" || true");
         } while (!left.out().strip().equals("0") && System.nanoTime() < deadline);
-        assertEquals("0", left.out().strip(), left.err());
+        assertEquals("0", left.out().strip(), left.err() + Cli.run(state, env, "sandbox", "exec", "io", "--", "/bin/sh", "-c",
+                "ps -eo pid,ppid,stat,args").out() + logs());
     }
 
     /** {@code PortForward.MAX_CONNECTIONS}: what {@code sandbox forward} relays at once. */
