@@ -269,6 +269,22 @@ public final class OpenShellRuntimeBackend implements IsolationBackend {
         }
     }
 
+    /**
+     * Follows the agent's output of a boundary this backend started, as lines (the supervisor's
+     * sandbox log). Not part of the isolation contract: another backend's agent has no retained
+     * output to follow.
+     *
+     * @param running the running boundary
+     * @param sink    receives the lines, in order
+     * @return the follower, or empty for a boundary of another backend
+     */
+    static Optional<AgentLog> followAgent(RunningBoundary running, java.util.function.Consumer<java.util.List<String>> sink) {
+        if (running instanceof Running ours) {
+            return Optional.of(AgentLog.follow(ours.calls, ours.agent.id(), sink));
+        }
+        return java.util.Optional.empty();
+    }
+
     private static void terminateQuietly(RemoteCalls calls) {
         try {
             calls.call("terminateBoundary", TerminateBoundaryRequest.newBuilder().setReason("aborted").build(),

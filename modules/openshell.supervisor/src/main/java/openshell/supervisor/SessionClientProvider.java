@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.time.Instant;
+import java.util.List;
 import java.util.function.Consumer;
 
 import openshell.isolation.ByteChannel;
@@ -37,7 +38,17 @@ public final class SessionClientProvider implements GatewaySessionClient {
         TokenPair first = new TokenPair(target.gatewayToken(), "", 0, Instant.EPOCH);
         GatewaySession session = GatewaySession.open(GatewaySession.channels(target.endpoint().toString()),
                 target.sandboxId(), target.generation(), first, 1, new Bridge(callback));
-        return session::close;
+        return new Session() {
+            @Override
+            public void log(List<String> lines) {
+                session.log(lines);
+            }
+
+            @Override
+            public void close() {
+                session.close();
+            }
+        };
     }
 
     /** The session's handler over the main's callback. */

@@ -74,6 +74,8 @@ public final class SupervisorMain {
     static final int EXIT_BOUNDARY_FAILED = 70;
     /** Longest wait for the runtime to dial in and attach. */
     static final Duration ATTACH_WAIT = Duration.ofSeconds(120);
+    /** After the agent's exit, the longest wait for its last output lines to be handed to the gateway. */
+    static final Duration AGENT_LOG_DRAIN = Duration.ofSeconds(5);
     /** The backend this main drives: the OpenShell sandbox runtime, by exact name and version. */
     static final openshell.isolation.BackendKey BACKEND = OpenShellRuntimeBackend.KEY;
 
@@ -247,6 +249,7 @@ public final class SupervisorMain {
             Runtime.getRuntime().addShutdownHook(hook);
             SandboxMediation mediation = null;
             Optional<GatewaySessionClient.Session> gateway = Optional.empty();
+            Optional<AgentLog> agentLog = Optional.empty();
             Thread attachWatch = null;
             long attachDeadline = System.nanoTime() + ATTACH_WAIT.toNanos();
             Runnable uninstall = OpenShellRuntimeBackend.installLaunchMaterial(d -> connect(endpoint, attachDeadline));
@@ -296,6 +299,9 @@ public final class SupervisorMain {
                     running.get().terminate();
                 }
                 gateway = openGateway(tokens);
+                // The agent's output goes to the sandbox's log at the gateway (openshell sandbox logs).
+                Optional<GatewaySessionClient.Session> logTo = gateway;
+                agentLog = logTo.flatMap(g -> OpenShellRuntimeBackend.followAgent(running.get(), g::log));
                 SandboxMediation live = mediation;
                 try (AdminServer admin = AdminServer.start("127.0.0.1", arguments.adminPort(),
                         () -> running.get().running(), live)) {
@@ -307,6 +313,8 @@ public final class SupervisorMain {
                     out.flush();
                     ExitStatus status = running.get().agent().awaitExit();
                     err.println("openshell-supervisor: the agent ended: " + status);
+                    // Its last lines reach the gateway before the session closes (bounded).
+                    agentLog.ifPresent(log -> awaitQuietly(log.ended(), AGENT_LOG_DRAIN));
                     return switch (status) {
                         case ExitStatus.Exited e -> e.code();
                         case ExitStatus.Signaled s -> 128 + s.signal();
@@ -324,6 +332,7 @@ public final class SupervisorMain {
                 if (attachWatch != null) {
                     attachWatch.interrupt();
                 }
+                agentLog.ifPresent(AgentLog::close);
                 gateway.ifPresent(GatewaySessionClient.Session::close);
                 terminate();
                 if (mediation != null) {
@@ -462,4 +471,15 @@ public final class SupervisorMain {
             }));
         }
     }
+
+    private static void awaitQuietly(java.util.concurrent.CompletableFuture<Void> done, Duration wait) {
+        try {
+            done.get(wait.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+        } catch (java.util.concurrent.TimeoutException | java.util.concurrent.ExecutionException e) {
+            // the lines not handed on by now stay in the runtime's journal until it ends
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
 }

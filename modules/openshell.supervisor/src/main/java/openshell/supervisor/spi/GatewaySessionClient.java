@@ -122,6 +122,14 @@ public interface GatewaySessionClient {
 
     /** An open session. */
     interface Session extends AutoCloseable {
+        /**
+         * Appends lines to the sandbox's log at the gateway ({@code openshell sandbox logs}): the
+         * agent's output. Lines sent while the session is disconnected are dropped.
+         *
+         * @param lines the lines, in order
+         */
+        void log(List<String> lines);
+
         @Override
         void close();
     }

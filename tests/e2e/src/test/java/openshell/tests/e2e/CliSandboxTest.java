@@ -212,7 +212,8 @@ class CliSandboxTest {
         Path workspace = Files.createDirectories(tmp.resolve("workspace"));
         Files.setPosixFilePermissions(workspace, PosixFilePermissions.fromString("rwxrwxrwx"));
         Cli.Result created = cli("--output", "json", "sandbox", "create", "--policy", policy.toString(),
-                "--name", "job", "--workspace", workspace.toString(), "--", "/bin/sleep", "600");
+                "--name", "job", "--workspace", workspace.toString(), "--", "/bin/sh", "-c",
+                "echo hello from the agent; echo agent complaint >&2; exec /bin/sleep 600");
         assertEquals(0, created.exit(), "sandbox create failed: " + created.out() + created.err()
                 + gatewayLog());
         assertTrue(created.out().contains("\"state\":\"RUNNING\""), created.out());
@@ -256,6 +257,9 @@ class CliSandboxTest {
                 json.out());
         Cli.Result logs = cli("sandbox", "logs", "job");
         assertTrue(logs.out().contains("policy generation 3 LOADED"), logs.out());
+        // The agent's own output, kept by the runtime and followed by the supervisor.
+        assertTrue(logs.out().lines().anyMatch(l -> l.equals("hello from the agent")), logs.out() + gatewayLog());
+        assertTrue(logs.out().lines().anyMatch(l -> l.equals("[stderr] agent complaint")), logs.out());
         assertTrue(logs.out().contains("policy generation 4 LOADED") || logs.out().contains("policy generation 4 sent"),
                 logs.out());
 
