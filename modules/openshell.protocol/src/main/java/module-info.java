@@ -110,6 +110,10 @@
  *     supervisor saw the stream end; past it Helidon closes the link</td></tr>
  * <tr><td>RESET_GRACE</td><td>5 s</td><td>supervisor link</td>
  *     <td>a stream the supervisor reset is forgotten; frames for it before then are dropped</td></tr>
+ * <tr><td>ForgottenStreamTap.MAX_FORGOTTEN_STREAMS</td><td>1024</td><td>every client connection</td>
+ *     <td>late WINDOW_UPDATE, RST_STREAM and DATA for the last this many closed streams are
+ *     dropped before Helidon's client (which fails the link on them); dropped DATA is given
+ *     back to the connection window</td></tr>
  * <tr><td>KEEPALIVE_INTERVAL</td><td>5 s</td><td>supervisor link</td>
  *     <td>an HTTP/2 PING after this much read silence</td></tr>
  * <tr><td>KEEPALIVE_TIMEOUT</td><td>10 s</td><td>both ends</td>

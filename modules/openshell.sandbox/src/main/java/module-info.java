@@ -41,6 +41,8 @@
  * <tr><td>{@code RuntimeService.MAX_WAIT_CALL}</td><td>1 h</td><td>a Wait call returns UNAVAILABLE (still running)</td></tr>
  * <tr><td>{@code RuntimeService.MAX_CHUNK_BYTES}</td><td>16 KiB ({@code CreditedStream.MAX_CHUNK_BYTES})</td><td>process output and relay bytes are split into messages of at most this</td></tr>
  * <tr><td>{@code RuntimeService.MEDIATION_POLL}</td><td>500 ms</td><td>the longest a mediation stream takes to notice its call was cancelled (so the longest egress outlives a dropped link)</td></tr>
+ * <tr><td>{@code OutputJournal.MAX_RETAINED_BYTES}</td><td>1 MiB per stream of the agent (in 16 KiB {@code BLOCK_BYTES})</td><td>with nobody attached the oldest block goes and the next attach gets an OutputLost; an attached reader that is behind holds the agent back instead</td></tr>
+ * <tr><td>{@code RuntimeService.EXIT_SLICE}</td><td>1 s</td><td>how late an attach whose client went lets the process be attached again</td></tr>
  * <tr><td>{@code RuntimeService.MAX_UNCLAIMED_FORWARDS}</td><td>64</td><td>a further PortForward is refused UNAVAILABLE</td></tr>
  * <tr><td>{@code RuntimeService.FORWARD_CLAIM_WAIT}</td><td>30 s</td><td>a port-forward connection no Relay stream claimed is closed</td></tr>
  * <tr><td>{@code SandboxRuntime.PORT_FORWARD_CONNECT_WAIT}</td><td>10 s</td><td>the PortForward fails FAILED</td></tr>

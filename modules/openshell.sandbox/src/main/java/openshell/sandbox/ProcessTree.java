@@ -34,6 +34,8 @@ final class ProcessTree implements AutoCloseable {
     static final Duration LAUNCH_WAIT = Duration.ofSeconds(60);
     /** Longest wait for the cgroup to empty after {@code cgroup.kill}. */
     static final Duration KILL_WAIT = Duration.ofSeconds(10);
+    /** Most bytes of a dead launcher's stderr put into the launch failure and the audit line. */
+    static final int MAX_LAST_WORDS = 2048;
     /** How often orphans are looked for. */
     static final Duration REAP_INTERVAL = Duration.ofMillis(200);
 
@@ -173,10 +175,38 @@ final class ProcessTree implements AutoCloseable {
             throw new BackendException(BackendException.Kind.FAILED, "cannot give the process its own cgroup: " + e.getMessage());
         }
         LaunchResult result = launcher.sendPlan(plan, LAUNCH_WAIT);
+        if (result instanceof LaunchResult.Failed f && f.step() == openshell.linux.LaunchStep.PLAN && pty.isEmpty()) {
+            // The plan never reached the launcher (a spare whose JVM died waiting): nothing ran, so
+            // one fresh launcher tries again. What the dead one wrote is kept in the audit log.
+            NetworkBroker.audit("launcher", "gone-before-plan", f.detail() + ": " + stderr.map(ProcessTree::lastWords).orElse(""));
+            launcher.kill();
+            launcher.process().awaitExit(KILL_WAIT);
+            launcher.close();
+            stdin.close();
+            stdout.close();
+            stderr.ifPresent(OwnedFd::close);
+            PreStarted fresh = preStart();
+            launcher = fresh.launcher();
+            stdin = fresh.stdin();
+            stdout = fresh.stdout();
+            stderr = Optional.of(fresh.stderr());
+            try {
+                own.move(launcher.process().pid());
+            } catch (LinuxException e) {
+                fresh.discard();
+                throw new BackendException(BackendException.Kind.FAILED, "cannot give the process its own cgroup: " + e.getMessage());
+            }
+            result = launcher.sendPlan(plan, LAUNCH_WAIT);
+        }
         if (!(result instanceof LaunchResult.Ready r)) {
             launcher.kill();
             launcher.close();
-            throw new BackendException(BackendException.Kind.FAILED, "launch failed: " + result);
+            // A launcher gone before its plan said why on its stderr (a JVM that did not start).
+            String said = result instanceof LaunchResult.Failed f && f.step() == openshell.linux.LaunchStep.PLAN
+                    ? stderr.map(ProcessTree::lastWords).filter(w -> !w.isEmpty()).map(w -> "; the launcher wrote: " + w)
+                            .orElse("")
+                    : "";
+            throw new BackendException(BackendException.Kind.FAILED, "launch failed: " + result + said);
         }
         if (!r.landlock().complete() && plan.landlock() == LaunchPlan.Mode.REQUIRED) {
             launcher.withdraw();
@@ -195,6 +225,21 @@ final class ProcessTree implements AutoCloseable {
             terminateAll();
         }
         return process;
+    }
+
+    /**
+     * What a dead launcher left on its stderr pipe, at most {@link #MAX_LAST_WORDS} bytes, without
+     * waiting for more than a moment (nothing else holds the pipe's write end once it is gone).
+     */
+    static String lastWords(OwnedFd stderr) {
+        byte[] buffer = new byte[MAX_LAST_WORDS];
+        int n;
+        try {
+            n = stderr.read(buffer, Duration.ofMillis(100));
+        } catch (openshell.linux.LinuxException e) {
+            return "";
+        }
+        return n <= 0 ? "" : new String(buffer, 0, n, java.nio.charset.StandardCharsets.UTF_8).strip();
     }
 
     private void refill() {

@@ -266,13 +266,19 @@ final class SandboxRuntime implements RuntimeControl, AutoCloseable {
             throw new BackendException(BackendException.Kind.INVALID, "port " + port + " is out of range");
         }
         try {
-            java.net.Socket socket = broker.network().run(() -> {
-                java.net.Socket s = new java.net.Socket();
-                s.connect(new java.net.InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), port),
+            // The socket is made on the namespace thread (a socket belongs to the network namespace
+            // it was created in) and connected here: a connect that waits (a listener whose queue
+            // is full) must not hold the one thread every spawn and forward of the workload needs.
+            java.nio.channels.SocketChannel channel = broker.network().run(java.nio.channels.SocketChannel::open);
+            java.net.Socket socket = channel.socket();
+            try {
+                socket.connect(new java.net.InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), port),
                         (int) PORT_FORWARD_CONNECT_WAIT.toMillis());
-                return s;
-            });
-            socket.setTcpNoDelay(true);
+                socket.setTcpNoDelay(true);
+            } catch (java.io.IOException | RuntimeException e) {
+                channel.close();
+                throw e;
+            }
             return new RelayChannel(socket, () -> { });
         } catch (java.io.IOException | RuntimeException e) {
             if (e instanceof BackendException b) {

@@ -491,6 +491,103 @@ class AdapterPairTest {
         }
     }
 
+    /**
+     * Port forwards at their bounds, over the protocol against a real listener inside the
+     * workload's network namespace: {@link RuntimeService#MAX_UNCLAIMED_FORWARDS} unclaimed
+     * forwards are parked and the next is refused UNAVAILABLE; after
+     * {@link RuntimeService#FORWARD_CLAIM_WAIT} the unclaimed ones are closed and a forward is
+     * parked again. Meanwhile a connect to a listener whose queue is full fails FAILED once
+     * {@link SandboxRuntime#PORT_FORWARD_CONNECT_WAIT} passed, not sooner and not never.
+     */
+    @Test
+    void unclaimedForwardsAreBoundedAndExpireAndAStuckConnectGivesUp() throws Exception {
+        PolicySnapshot policy = PolicySnapshot.of(1, "version: 1\n".getBytes(StandardCharsets.UTF_8));
+        try (TestSandbox sandbox = new TestSandbox()) {
+            StartupProbes.Report report = StartupProbes.run(sandbox.network);
+            try (SandboxRuntime control = new SandboxRuntime(report, sandbox.broker, ProcessTreeTest.tree(sandbox), policy.sha256());
+                 Pair pair = new Pair(control)) {
+                java.util.concurrent.atomic.AtomicReference<openshell.protocol.SupervisorLink> link = new java.util.concurrent.atomic.AtomicReference<>();
+                Started started = start(control, pair, policy, report,
+                        new AgentSpec(List.of("/usr/bin/sleep", "600"), Map.of("PATH", "/usr/bin:/bin"), "/"), link::set);
+                // Port 7001 queues every connection; port 7002 queues one and then drops SYNs (a full backlog).
+                long listener = control.exec(ExecSpec.builder(List.of("/usr/bin/python3", "-c",
+                        "import socket, sys, time\n"
+                        + "a = socket.socket(); a.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+                        + "a.bind(('127.0.0.1', 7001)); a.listen(256)\n"
+                        + "b = socket.socket(); b.bind(('127.0.0.1', 7002)); b.listen(0)\n"
+                        + "print('ready', flush=True); time.sleep(600)\n"))
+                        .environment(Map.of("PATH", "/usr/bin:/bin")).build());
+                java.io.BufferedReader ready = new java.io.BufferedReader(new java.io.InputStreamReader(
+                        control.session(listener).stdout(), StandardCharsets.UTF_8));
+                assertEquals("ready", ready.readLine());
+                openshell.protocol.wire.SandboxRuntimeGrpc.SandboxRuntimeBlockingStub stub =
+                        openshell.protocol.wire.SandboxRuntimeGrpc.newBlockingStub(link.get().channel());
+                java.util.function.IntFunction<String> forward = port -> stub.portForward(openshell.protocol.RequestDigest.stamp(
+                        openshell.protocol.wire.PortForwardRequest.newBuilder().setSandboxPort(port).build(),
+                        "forward-" + java.util.UUID.randomUUID())).getForwardId();
+
+                // The stuck connect runs beside the claim wait: one forward fills port 7002's queue, the next hangs.
+                java.util.concurrent.CountDownLatch firstParked = new java.util.concurrent.CountDownLatch(1);
+                CompletableFuture<String> stuck = CompletableFuture.supplyAsync(() -> {
+                    forward.apply(7002);
+                    firstParked.countDown();
+                    long began = System.nanoTime();
+                    try {
+                        forward.apply(7002);
+                        return "a connect to a full queue was parked";
+                    } catch (io.grpc.StatusRuntimeException e) {
+                        Duration took = Duration.ofNanos(System.nanoTime() - began);
+                        return e.getStatus().getCode() + " after " + took.toMillis() + " ms: " + e.getStatus().getDescription();
+                    }
+                }, VIRTUAL);
+
+                // Its second call passed the bound check and hangs in connect before the slots fill up.
+                assertTrue(firstParked.await(WAIT.toSeconds(), TimeUnit.SECONDS));
+                Thread.sleep(500);
+                java.util.Set<String> ids = new java.util.HashSet<>();
+                long parkedFrom = System.nanoTime();
+                long deadline = System.nanoTime() + WAIT.toNanos();
+                io.grpc.StatusRuntimeException refused = null;
+                while (refused == null) {
+                    try {
+                        ids.add(forward.apply(7001));
+                    } catch (io.grpc.StatusRuntimeException e) {
+                        refused = e;
+                    }
+                    assertTrue(ids.size() <= RuntimeService.MAX_UNCLAIMED_FORWARDS - 1, "more than the bound were parked: "
+                            + (ids.size() + 1));
+                    assertTrue(System.nanoTime() < deadline, "the bound was never reached");
+                }
+                assertEquals(RuntimeService.MAX_UNCLAIMED_FORWARDS - 1, ids.size(), "exactly the bound, with the first on port 7002; "
+                        + "refused with " + refused.getStatus());
+                assertEquals(io.grpc.Status.Code.UNAVAILABLE, refused.getStatus().getCode());
+                assertTrue(refused.getStatus().getDescription().contains(RuntimeService.MAX_UNCLAIMED_FORWARDS + " port forwards unclaimed"),
+                        refused.getStatus().getDescription());
+
+                String outcome = stuck.get(WAIT.toSeconds() + SandboxRuntime.PORT_FORWARD_CONNECT_WAIT.toSeconds(), TimeUnit.SECONDS);
+                assertTrue(outcome.startsWith("INTERNAL after ") && outcome.contains("nothing accepts on loopback port 7002"), outcome);
+                long tookMillis = Long.parseLong(outcome.substring("INTERNAL after ".length(), outcome.indexOf(" ms")));
+                assertTrue(tookMillis >= SandboxRuntime.PORT_FORWARD_CONNECT_WAIT.toMillis() - 200, outcome);
+
+                // Unclaimed forwards are closed after the claim wait, which frees their slots.
+                Duration sinceFirst = Duration.ofNanos(System.nanoTime() - parkedFrom);
+                Thread.sleep(Math.max(0, RuntimeService.FORWARD_CLAIM_WAIT.plusSeconds(2).minus(sinceFirst).toMillis()));
+                long freed = System.nanoTime() + WAIT.toNanos();
+                while (true) {
+                    try {
+                        assertTrue(ids.add(forward.apply(7001)));
+                        break;
+                    } catch (io.grpc.StatusRuntimeException e) {
+                        assertTrue(System.nanoTime() < freed, "unclaimed forwards were never closed: " + e.getStatus());
+                        Thread.sleep(200);
+                    }
+                }
+                started.running().terminate();
+                started.mediation().close();
+            }
+        }
+    }
+
     /** A raw attachProcess stream under credits, as the supervisor's session would hold it. */
     private static final class Attached {
         final java.util.concurrent.BlockingQueue<openshell.protocol.wire.ProcessOutput> received =
