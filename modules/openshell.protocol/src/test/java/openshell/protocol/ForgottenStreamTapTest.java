@@ -1,10 +1,7 @@
 package openshell.protocol;
 
 import java.io.ByteArrayOutputStream;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.Deque;
 import java.util.List;
 import java.util.Random;
 import java.util.function.Supplier;
@@ -33,25 +30,25 @@ class ForgottenStreamTapTest {
     void dropsLateFramesForForgottenStreamsAtEveryReadBoundary() {
         ByteArrayOutputStream wire = new ByteArrayOutputStream();
         ByteArrayOutputStream expected = new ByteArrayOutputStream();
-        both(wire, expected, frame(SETTINGS, 0, 0, new byte[6]));
-        both(wire, expected, frame(HEADERS, 0x4, 1, new byte[5]));
-        wire.writeBytes(frame(WINDOW_UPDATE, 0, 3, new byte[4]));        // forgotten 3: dropped
-        both(wire, expected, frame(DATA, 0, 1, new byte[700]));        // live 1: passes
-        wire.writeBytes(frame(DATA, 0, 3, new byte[1000]));              // forgotten 3: dropped, 1000 credited
-        both(wire, expected, frame(WINDOW_UPDATE, 0, 0, new byte[4]));   // connection level: passes
-        wire.writeBytes(frame(RST_STREAM, 0, 5, new byte[4]));           // forgotten 5: dropped
-        both(wire, expected, frame(HEADERS, 0x5, 5, new byte[3]));     // HEADERS always pass
-        wire.writeBytes(frame(DATA, 0x1, 5, new byte[0]));               // empty DATA: dropped, nothing credited
-        wire.writeBytes(frame(DATA, 0, 3, new byte[33]));                // dropped, 33 credited
-        both(wire, expected, frame(RST_STREAM, 0, 1, new byte[4]));    // live 1: passes
+        both(wire, expected, FrameBytes.frame(SETTINGS, 0, 0, new byte[6]));
+        both(wire, expected, FrameBytes.frame(HEADERS, 0x4, 1, new byte[5]));
+        wire.writeBytes(FrameBytes.frame(WINDOW_UPDATE, 0, 3, new byte[4]));        // forgotten 3: dropped
+        both(wire, expected, FrameBytes.frame(DATA, 0, 1, new byte[700]));        // live 1: passes
+        wire.writeBytes(FrameBytes.frame(DATA, 0, 3, new byte[1000]));              // forgotten 3: dropped, 1000 credited
+        both(wire, expected, FrameBytes.frame(WINDOW_UPDATE, 0, 0, new byte[4]));   // connection level: passes
+        wire.writeBytes(FrameBytes.frame(RST_STREAM, 0, 5, new byte[4]));           // forgotten 5: dropped
+        both(wire, expected, FrameBytes.frame(HEADERS, 0x5, 5, new byte[3]));     // HEADERS always pass
+        wire.writeBytes(FrameBytes.frame(DATA, 0x1, 5, new byte[0]));               // empty DATA: dropped, nothing credited
+        wire.writeBytes(FrameBytes.frame(DATA, 0, 3, new byte[33]));                // dropped, 33 credited
+        both(wire, expected, FrameBytes.frame(RST_STREAM, 0, 1, new byte[4]));    // live 1: passes
         byte[] bytes = wire.toByteArray();
 
         for (int size = 1; size <= bytes.length; size++) {
-            assertTap(bytes, expected.toByteArray(), fixed(bytes, size), "reads of " + size + " bytes");
+            assertTap(bytes, expected.toByteArray(), FrameBytes.reads(bytes, size), "reads of " + size + " bytes");
         }
         Random random = new Random(42);
         for (int run = 0; run < 500; run++) {
-            assertTap(bytes, expected.toByteArray(), randomCuts(bytes, random), "random cut " + run);
+            assertTap(bytes, expected.toByteArray(), FrameBytes.randomReads(bytes, random), "random cut " + run);
         }
     }
 
@@ -92,37 +89,4 @@ class ForgottenStreamTapTest {
         expected.writeBytes(frame);
     }
 
-    private static Supplier<byte[]> fixed(byte[] wire, int size) {
-        Deque<byte[]> queue = new ArrayDeque<>();
-        for (int at = 0; at < wire.length; at += size) {
-            queue.add(Arrays.copyOfRange(wire, at, Math.min(wire.length, at + size)));
-        }
-        return queue::poll;
-    }
-
-    private static Supplier<byte[]> randomCuts(byte[] wire, Random random) {
-        Deque<byte[]> queue = new ArrayDeque<>();
-        int at = 0;
-        while (at < wire.length) {
-            int size = 1 + random.nextInt(random.nextBoolean() ? 12 : 1200);
-            queue.add(Arrays.copyOfRange(wire, at, Math.min(wire.length, at + size)));
-            at += size;
-        }
-        return queue::poll;
-    }
-
-    static byte[] frame(int type, int flags, int streamId, byte[] payload) {
-        byte[] frame = new byte[9 + payload.length];
-        frame[0] = (byte) (payload.length >>> 16);
-        frame[1] = (byte) (payload.length >>> 8);
-        frame[2] = (byte) payload.length;
-        frame[3] = (byte) type;
-        frame[4] = (byte) flags;
-        frame[5] = (byte) (streamId >>> 24);
-        frame[6] = (byte) (streamId >>> 16);
-        frame[7] = (byte) (streamId >>> 8);
-        frame[8] = (byte) streamId;
-        System.arraycopy(payload, 0, frame, 9, payload.length);
-        return frame;
-    }
 }

@@ -24,7 +24,7 @@ import io.grpc.stub.ClientCalls;
 import io.helidon.common.socket.PlainSocket;
 import org.junit.jupiter.api.Test;
 
-import static openshell.protocol.ForgottenStreamTapTest.frame;
+import static openshell.protocol.FrameBytes.frame;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;

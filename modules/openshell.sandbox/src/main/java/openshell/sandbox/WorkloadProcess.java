@@ -212,16 +212,9 @@ final class WorkloadProcess implements ExecSession, BoundaryProcess {
 
     private static InputStream journalStream(OutputJournal journal) {
         OutputJournal.Reader reader = journal.reader(0);
-        return new InputStream() {
+        return new ChunkedInput() {
             private byte[] pending = new byte[0];
             private int at;
-
-            @Override
-            public int read() throws IOException {
-                byte[] one = new byte[1];
-                int n = read(one, 0, 1);
-                return n < 0 ? -1 : one[0] & 0xff;
-            }
 
             @Override
             public int read(byte[] b, int off, int len) throws IOException {
@@ -268,15 +261,8 @@ final class WorkloadProcess implements ExecSession, BoundaryProcess {
     }
 
     private InputStream read(OwnedFd fd) {
-        return new InputStream() {
+        return new ChunkedInput() {
             private boolean ended;
-
-            @Override
-            public int read() throws IOException {
-                byte[] one = new byte[1];
-                int n = read(one, 0, 1);
-                return n < 0 ? -1 : one[0] & 0xff;
-            }
 
             @Override
             public int read(byte[] b, int off, int len) throws IOException {
@@ -385,5 +371,15 @@ final class WorkloadProcess implements ExecSession, BoundaryProcess {
         stdout.close();
         stderr.ifPresent(OwnedFd::close);
         terminal.ifPresent(Pty::close);
+    }
+
+    /** An input stream that reads in chunks; a single byte is a chunk of one. */
+    private abstract static class ChunkedInput extends InputStream {
+        @Override
+        public int read() throws IOException {
+            byte[] one = new byte[1];
+            int n = read(one, 0, 1);
+            return n < 0 ? -1 : one[0] & 0xff;
+        }
     }
 }
