@@ -223,7 +223,7 @@ public final class SandboxMain {
                 control.supervision(false);
             }
             return control.supervised();
-        }, control::terminate);
+        }, control::lastSupervised, control::terminate);
     }
 
     /** The exit rules, apart from the clock, so they can be tested without waiting. */
@@ -260,9 +260,28 @@ public final class SandboxMain {
          * @return exit status or -1
          */
         int look(long now, SandboxRuntime.State state, int links, boolean mediated) {
+            return look(now, state, links, mediated, java.util.OptionalLong.empty());
+        }
+
+        /**
+         * One look. Returns the exit status, or -1 to keep serving.
+         *
+         * @param now            nanoTime
+         * @param state          the boundary's state
+         * @param links          open supervisor links
+         * @param mediated       whether a supervisor takes pending connections now
+         * @param lastSupervised when the control plane last had supervision (now while it has it),
+         *                       so a supervision shorter than the look interval still counts
+         * @return exit status or -1
+         */
+        int look(long now, SandboxRuntime.State state, int links, boolean mediated, java.util.OptionalLong lastSupervised) {
             if (links > 0 && mediated) {
                 everLinked = true;
                 lastLink = now;
+            }
+            if (lastSupervised.isPresent()) {
+                everLinked = true;
+                lastLink = Math.max(lastLink, lastSupervised.getAsLong());
             }
             if (state == SandboxRuntime.State.ENDED) {
                 if (ended < 0) {
@@ -283,10 +302,12 @@ public final class SandboxMain {
         }
 
         int until(java.util.function.Supplier<SandboxRuntime.State> state, java.util.function.IntSupplier links,
-                  java.util.function.BooleanSupplier mediated, Runnable terminate) {
+                  java.util.function.BooleanSupplier mediated, java.util.function.Supplier<java.util.OptionalLong> lastSupervised,
+                  Runnable terminate) {
             boolean lost = false;
             while (true) {
-                int status = look(System.nanoTime(), state.get(), links.getAsInt(), mediated.getAsBoolean());
+                int status = look(System.nanoTime(), state.get(), links.getAsInt(), mediated.getAsBoolean(),
+                        lastSupervised.get());
                 if (status == EXIT_SUPERVISOR_LOST && !lost) {
                     System.err.println("openshell-sandbox: " + (everLinked ? "supervisor lost for " + SUPERVISOR_LOSS_GRACE
                             : "no supervisor within " + FIRST_CONTACT_WAIT) + "; terminating the workload");

@@ -55,6 +55,8 @@ final class SandboxRuntime implements RuntimeControl, AutoCloseable {
     private String supervisor;
     private long generation;
     private long agent = -1;
+    private volatile boolean everSupervised;
+    private volatile long supervisionEnded = -1;
 
     SandboxRuntime(StartupProbes.Report probes, NetworkBroker broker, ProcessTree tree, String policySha256) {
         this(probes, broker, tree, policySha256, Optional.empty());
@@ -302,10 +304,34 @@ final class SandboxRuntime implements RuntimeControl, AutoCloseable {
     @Override
     public void supervision(boolean present) {
         if (present) {
+            everSupervised = true;
             broker.supervisionTaken();
         } else {
+            if (broker.supervised()) {
+                supervisionEnded = System.nanoTime();
+            }
             broker.supervisionLost();
         }
+    }
+
+    /**
+     * When this runtime last had a supervisor taking its pending connections, from the control
+     * plane itself: a supervision that began and ended between two looks of the main's watch
+     * still counts (the watch samples every 200 ms and would take it for no contact at all).
+     *
+     * @return {@link System#nanoTime()} now while supervised, when it ended otherwise; empty if never
+     */
+    java.util.OptionalLong lastSupervised() {
+        if (!everSupervised) {
+            return java.util.OptionalLong.empty();
+        }
+        if (broker.supervised()) {
+            return java.util.OptionalLong.of(System.nanoTime());
+        }
+        if (supervisionEnded < 0) {
+            supervisionEnded = System.nanoTime();
+        }
+        return java.util.OptionalLong.of(supervisionEnded);
     }
 
     @Override

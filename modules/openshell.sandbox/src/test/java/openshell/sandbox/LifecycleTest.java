@@ -29,6 +29,14 @@ class LifecycleTest {
                 assertEquals(List.of(), runtime.attach("supervisor-a", 1));
                 assertEquals(BackendException.Kind.DENIED, assertThrows(BackendException.class, () -> runtime.attach("supervisor-b", 2)).kind(),
                         "a second supervisor is refused: the boundary is bound");
+                assertTrue(runtime.lastSupervised().isEmpty(), "never supervised yet");
+                runtime.supervision(true);
+                long during = runtime.lastSupervised().orElseThrow();
+                runtime.supervision(false);
+                long end = runtime.lastSupervised().orElseThrow();
+                assertTrue(end >= during, "supervision ended after it was seen");
+                Thread.sleep(20);
+                assertEquals(end, runtime.lastSupervised().orElseThrow(), "the end stays where it was");
                 ConfirmationEvidence evidence = runtime.confirm("");
                 assertTrue(evidence.directEgressFailed());
                 assertEquals(report.kernel(), evidence.kernel());

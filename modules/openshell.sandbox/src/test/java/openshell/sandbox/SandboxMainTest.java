@@ -131,6 +131,16 @@ class SandboxMainTest {
                 "a reconnect inside the grace keeps it serving");
         assertEquals(-1, back.look(t0 + 2 * SandboxMain.SUPERVISOR_LOSS_GRACE.toNanos() - 2, SandboxRuntime.State.RUNNING, 0));
 
+        // Supervised and lost between two looks: the control plane's record counts, not the samples.
+        SandboxMain.Watch brief = new SandboxMain.Watch(t0);
+        java.util.OptionalLong endedAt = java.util.OptionalLong.of(t0 + 7);
+        assertEquals(-1, brief.look(t0 + 10, SandboxRuntime.State.RUNNING, 0, false, endedAt));
+        assertEquals(-1, brief.look(t0 + 7 + SandboxMain.SUPERVISOR_LOSS_GRACE.toNanos() - 1, SandboxRuntime.State.RUNNING, 0,
+                false, endedAt));
+        assertEquals(SandboxMain.EXIT_SUPERVISOR_LOST, brief.look(t0 + 7 + SandboxMain.SUPERVISOR_LOSS_GRACE.toNanos(),
+                SandboxRuntime.State.RUNNING, 0, false, endedAt), "the loss grace, not the first-contact wait, applies");
+        assertTrue(SandboxMain.SUPERVISOR_LOSS_GRACE.compareTo(SandboxMain.FIRST_CONTACT_WAIT) < 0);
+
         SandboxMain.Watch ended = new SandboxMain.Watch(t0);
         assertEquals(-1, ended.look(t0, SandboxRuntime.State.ENDED, 1), "the supervisor may still read statuses");
         assertEquals(-1, ended.look(t0 + SandboxMain.ENDED_LINGER.toNanos() - 1, SandboxRuntime.State.ENDED, 1));
