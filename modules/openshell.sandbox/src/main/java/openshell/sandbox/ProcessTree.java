@@ -275,6 +275,12 @@ final class ProcessTree implements AutoCloseable {
         }
     }
 
+    /** @return the pid of the spare launcher waiting for the next pipes launch, if there is one (tests) */
+    Optional<Integer> sparePid() {
+        PreStarted spare = ready;
+        return spare == null ? Optional.empty() : Optional.of(spare.launcher().process().pid());
+    }
+
     boolean isTerminated() {
         return terminated;
     }

@@ -7,6 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -64,6 +66,27 @@ class ProcessTreeTest {
             assertTrue(out.isDone(), "the exit status comes only after stdout was drained");
             assertEquals("/usr\nhi\nfrom-stdin\n", out.get(WAIT.toSeconds(), TimeUnit.SECONDS));
             assertEquals("to-err\n", err.get(WAIT.toSeconds(), TimeUnit.SECONDS));
+        }
+    }
+
+    /** A spare launcher that died before its plan (its JVM did not come up) costs a retry, not the launch. */
+    @Test
+    void aSpareLauncherThatDiedIsReplacedAndTheLaunchSucceeds() throws Exception {
+        try (TestSandbox sandbox = new TestSandbox(); ProcessTree tree = tree(sandbox)) {
+            int spare = tree.sparePid().orElseThrow();
+            ProcessHandle handle = ProcessHandle.of(spare).orElseThrow();
+            assertTrue(handle.destroyForcibly());
+            long deadline = System.nanoTime() + TestSandbox.WAIT.toNanos();
+            while (Files.readString(Path.of("/proc/" + spare + "/stat")).strip().matches("\\d+ \\(.*\\) [^Z] .*")) {
+                assertTrue(System.nanoTime() < deadline, "the spare launcher did not die");
+                Thread.sleep(10);
+            }
+            WorkloadProcess p = tree.start(pipes("/usr/bin/bash", "-c", "echo launched"));
+            CompletableFuture<String> out = readAll(p.stdout());
+            readAll(p.stderr());
+            assertEquals("launched\n", out.get(TestSandbox.WAIT.toSeconds(), TimeUnit.SECONDS));
+            assertEquals(Optional.of(new ExitStatus.Exited(0)), p.awaitExit(TestSandbox.WAIT));
+            assertTrue(tree.sparePid().isEmpty() || tree.sparePid().get() != spare, "the dead spare is not kept");
         }
     }
 
