@@ -10,8 +10,8 @@ import java.util.function.Supplier;
  * RST_STREAM. Helidon 4.1.7's server marks a reset stream closed but neither tells its gRPC
  * call nor wakes the stream's task, which waits for request data forever. So for a reset
  * of a stream whose request half is still open, this puts an empty DATA frame with
- * END_STREAM for that stream just before the RST_STREAM (a legal sequence for the client to
- * have sent) and reports the reset first: the waiting task wakes on that frame and
+ * END_STREAM for that stream in place of the RST_STREAM (a legal frame for the client to have
+ * sent) and reports the reset first: the waiting task wakes on that frame and
  * {@link StreamRelease} ends the call as cancelled. Every other byte passes unchanged.
  *
  * <p>Runs on the link's connection thread only (Helidon's reader), so it needs no locking.
@@ -48,7 +48,11 @@ final class ResetTap extends FrameTap {
             open.remove(streamId);
         } else if (type == RST_STREAM && open.remove(streamId)) {
             reset.accept(streamId);
-            return Verdict.before(endStream(streamId));
+            // The END_STREAM replaces the reset: the call is cancelled through StreamRelease, whose
+            // stream then ends and is pruned on its own thread. A reset still behind it could reach
+            // Helidon's connection after that pruning, which it takes for a frame on a stream never
+            // created (a newer one is open): a connection error, the whole link closed with GOAWAY.
+            return new Verdict(true, endStream(streamId));
         }
         return Verdict.PASS;
     }
