@@ -24,7 +24,9 @@
  *
  * <h2>What each program receives</h2>
  * Both launchers get {@code --sandbox ID --generation N --channel SOCKET --bundle-stdin}; the
- * supervisor also {@code --runtime-uid UID} (the peer it must accept on the channel), the runtime
+ * supervisor also {@code --runtime-uid UID} and {@code --runtime-pid PID} (the peer it must accept on
+ * the channel: that uid, and a process under the one the driver started for the runtime, which is
+ * why the runtime starts first and redials until the supervisor listens), the runtime
  * {@code --workspace DIR}: the one the user gave, or else a fresh one the driver makes under its
  * {@code workspace.root} setting and removes on delete (never in the host's shared {@code /tmp}, where
  * nothing would ever remove it). The launch bundle is the whole of standard input; it is

@@ -69,6 +69,17 @@
  *     same lock as every other frame.</li>
  * </ul>
  *
+ * <h2>Unix peers</h2>
+ * Before TLS, a Unix link's peer is checked with {@code SO_PEERCRED}: its user (the JDK's
+ * {@code UnixDomainPrincipal}) and, with {@code UnixPeerPolicy.processTree}, that the process
+ * which connected descends from the one its driver started. The JDK does not give the pid, so
+ * {@code PeerCredentials} reads it from the channel's descriptor: a JVM that checks process
+ * trees runs with {@code --add-exports=java.base/sun.nio.ch=openshell.protocol} and
+ * {@code --enable-native-access=openshell.protocol} (the supervisor image's options), and
+ * without them refuses to set the check up rather than skip it. The runtime cannot check its
+ * supervisor this way (the supervisor is outside the sandbox's pid namespace: its pid reads 0);
+ * it relies on its 0700 run directory and on the pinned TLS plus bearer token.
+ *
  * <h2>Tokens</h2>
  * ES256 (P-256), not EdDSA: helidon-security-jwt 4.1.7 has no OKP key type, so it can
  * neither sign nor verify Ed25519. Every rejection has its own
@@ -83,6 +94,9 @@
  * <tr><td>MAX_PRE_AUTH_CONNECTIONS</td><td>32</td><td>runtime endpoint</td>
  *     <td>the oldest unauthenticated link is closed to admit the new one; authenticated links
  *     are never counted or evicted</td></tr>
+ * <tr><td>MAX_PEER_ANCESTRY</td><td>32</td><td>Unix listener with {@code UnixPeerPolicy.processTree}</td>
+ *     <td>a peer more generations below the expected root (or not under it) is refused
+ *     (PEER_REFUSED) before TLS</td></tr>
  * <tr><td>MAX_CONTROL_CONNECTIONS</td><td>128</td><td>runtime endpoint</td>
  *     <td>the next authenticated link is refused (CONNECTION_LIMIT) and closed</td></tr>
  * <tr><td>MAX_CONTROL_MESSAGE_BYTES</td><td>1 MiB</td><td>both ends</td>

@@ -15,6 +15,12 @@ public final class ProtocolLimits {
      * its name instead of a bare "path too long" at bind time.
      */
     public static final int MAX_UNIX_SOCKET_PATH_BYTES = 106;
+    /**
+     * Generations between a Unix peer and the process tree root it must descend from
+     * ({@code UnixPeerPolicy.processTree}); a deeper peer is refused. The runtime is one to three
+     * below the process its driver started (launcher script, namespace entry).
+     */
+    public static final int MAX_PEER_ANCESTRY = 32;
     /** Connections accepted but not yet authenticated; the oldest is evicted beyond it. */
     public static final int MAX_PRE_AUTH_CONNECTIONS = 32;
     /**

@@ -41,7 +41,8 @@ import io.helidon.webserver.http2.Http2ConnectionSelector;
 public final class RuntimeEndpoint implements AutoCloseable {
     private static final System.Logger LOGGER = System.getLogger(RuntimeEndpoint.class.getName());
     private static final Duration REDIAL_MIN = Duration.ofMillis(50);
-    private static final Duration REDIAL_MAX = Duration.ofSeconds(2);
+    // Short: the process driver starts the runtime before its supervisor listens, and a failed Unix dial costs one syscall.
+    private static final Duration REDIAL_MAX = Duration.ofMillis(250);
     private static final Duration WATCHDOG_PERIOD = Duration.ofMillis(500);
 
     private final Transport transport;

@@ -9,7 +9,7 @@ import java.util.Objects;
  *
  * @param user    the peer's user (name, or the numeric uid when it has no name)
  * @param group   the peer's group
- * @param channel the connected channel, for verifiers that need more (e.g. the peer pid)
+ * @param channel the connected channel, for verifiers that need more (e.g. {@link #pid()})
  */
 public record UnixPeer(String user, String group, SocketChannel channel) {
     /**
@@ -23,5 +23,17 @@ public record UnixPeer(String user, String group, SocketChannel channel) {
         Objects.requireNonNull(user);
         Objects.requireNonNull(group);
         Objects.requireNonNull(channel);
+    }
+
+    /**
+     * The pid of the peer process as the kernel recorded it at connect ({@code SO_PEERCRED}),
+     * numbered in this process's pid namespace: 0 when the peer is in a pid namespace this
+     * process cannot see. Needs the JVM options of {@code UnixPeerPolicy.processTree}.
+     *
+     * @return the pid
+     * @throws ProtocolException {@link Refusal#PEER_REFUSED} when this JVM cannot read it
+     */
+    public long pid() {
+        return PeerCredentials.pid(channel);
     }
 }

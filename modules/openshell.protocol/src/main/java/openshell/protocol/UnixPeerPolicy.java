@@ -4,9 +4,8 @@ import java.util.Objects;
 
 /**
  * Decides whether a Unix socket peer may talk to this endpoint at all. The default admits
- * only the same user as this process; a process-tree check (peer pid under the expected
- * ancestor) is composed in with {@link #and(UnixPeerPolicy)} by a module that can read the
- * peer pid (the JDK exposes only user and group).
+ * only the same user as this process; {@link #processTree(long)} narrows a user down to the
+ * processes of one launch, composed in with {@link #and(UnixPeerPolicy)}.
  */
 @FunctionalInterface
 public interface UnixPeerPolicy {
@@ -40,6 +39,23 @@ public interface UnixPeerPolicy {
      */
     static UnixPeerPolicy sameUser() {
         return user(System.getProperty("user.name"));
+    }
+
+    /**
+     * Admits only a peer that is the given process or one of its descendants (at most
+     * {@link ProtocolLimits#MAX_PEER_ANCESTRY} generations below it), as {@code /proc} shows
+     * them now; the root is pinned by its start time, so once it exits nobody is admitted. The
+     * JVM must run with {@code --add-exports=java.base/sun.nio.ch=openshell.protocol
+     * --enable-native-access=openshell.protocol} (the JDK gives a peer's user, not its pid).
+     *
+     * @param root the pid of the process the expected peer runs under (e.g. the one the driver started)
+     * @return the policy
+     * @throws ProtocolException {@link Refusal#PEER_REFUSED} when this JVM cannot read a peer's pid,
+     *                           {@link Refusal#INVALID_ARGUMENT} when {@code root} is not a running process
+     */
+    static UnixPeerPolicy processTree(long root) {
+        PeerCredentials.requireAvailable();
+        return PeerAncestry.of(java.nio.file.Path.of("/proc"), root);
     }
 
     /**

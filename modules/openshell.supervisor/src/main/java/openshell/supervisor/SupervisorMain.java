@@ -53,9 +53,10 @@ import openshell.supervisor.spi.GatewaySessionClient;
 /**
  * The supervisor's entry point, as the process driver starts it on the host:
  * {@code --sandbox ID --generation N --channel SOCKET --bundle-stdin [--runtime-uid UID]
- * [--admin-port P] [--audit-file FILE]}, the supervisor launch bundle on standard input. It
- * validates the bundle and the policy, listens on the channel for the runtime (runtime-initiated;
- * only the runtime's uid may connect), resolves {@code openshell-sandbox}@1 by exact name and
+ * [--runtime-pid PID] [--admin-port P] [--audit-file FILE]}, the supervisor launch bundle on
+ * standard input. It validates the bundle and the policy, listens on the channel for the runtime
+ * (runtime-initiated; only the runtime's uid may connect and, with {@code --runtime-pid}, only a
+ * process descending from that pid, the one the driver started for the runtime), resolves {@code openshell-sandbox}@1 by exact name and
  * version through {@code ServiceLoader} (no fallback), runs attach, takes the mediation source,
  * starts {@code SandboxMediation} over it, confirms, starts the agent, starts the admin server on
  * loopback and prints one JSON readiness line on standard output. Audit lines go to standard
@@ -89,18 +90,20 @@ public final class SupervisorMain {
      * @param generation the runtime generation
      * @param channel    the socket the runtime dials
      * @param runtimeUid the runtime's host uid, the only peer admitted on the channel
+     * @param runtimePid the process the driver started for the runtime: only it or a descendant may connect
      * @param adminPort  admin port on 127.0.0.1 (0: any)
      * @param auditFile  where audit lines go instead of standard error
      */
-    record Arguments(String sandbox, long generation, Path channel, Optional<Long> runtimeUid, int adminPort,
-                     Optional<Path> auditFile) {
+    record Arguments(String sandbox, long generation, Path channel, Optional<Long> runtimeUid, Optional<Long> runtimePid,
+                     int adminPort, Optional<Path> auditFile) {
         static final String USAGE = "usage: --sandbox ID --generation N --channel SOCKET --bundle-stdin "
-                + "[--runtime-uid UID] [--admin-port P] [--audit-file FILE]";
+                + "[--runtime-uid UID] [--runtime-pid PID] [--admin-port P] [--audit-file FILE]";
 
         static Arguments parse(List<String> args) {
             String sandbox = null;
             Path channel = null;
             Long runtimeUid = null;
+            Long runtimePid = null;
             Path audit = null;
             long generation = -1;
             int adminPort = 0;
@@ -120,6 +123,7 @@ public final class SupervisorMain {
                     case "--generation" -> generation = number(arg, value);
                     case "--channel" -> channel = Path.of(value);
                     case "--runtime-uid" -> runtimeUid = number(arg, value);
+                    case "--runtime-pid" -> runtimePid = number(arg, value);
                     case "--admin-port" -> adminPort = (int) number(arg, value);
                     case "--audit-file" -> audit = Path.of(value);
                     default -> throw new IllegalArgumentException("unknown argument " + arg);
@@ -128,8 +132,8 @@ public final class SupervisorMain {
             if (sandbox == null || channel == null || generation < 0 || !stdinBundle || adminPort > 65535) {
                 throw new IllegalArgumentException(USAGE);
             }
-            return new Arguments(sandbox, generation, channel, Optional.ofNullable(runtimeUid), adminPort,
-                    Optional.ofNullable(audit));
+            return new Arguments(sandbox, generation, channel, Optional.ofNullable(runtimeUid),
+                    Optional.ofNullable(runtimePid), adminPort, Optional.ofNullable(audit));
         }
 
         private static long number(String arg, String value) {
@@ -159,8 +163,10 @@ public final class SupervisorMain {
         SupervisorBundle bundle;
         PolicyInstallation policies;
         Credentials credentials;
+        UnixPeerPolicy runtimePeer;
         try {
             arguments = Arguments.parse(args);
+            runtimePeer = runtimePeer(arguments);
             byte[] bytes = LaunchBundles.read(stdin);
             try {
                 bundle = LaunchBundles.supervisorBundle(bytes);
@@ -192,15 +198,27 @@ public final class SupervisorMain {
             return EXIT_USAGE;
         }
         try {
-            return new Session(arguments, bundle, policies, credentials, out, err).run();
+            return new Session(arguments, runtimePeer, bundle, policies, credentials, out, err).run();
         } finally {
             credentials.destroy();
         }
     }
 
+    /**
+     * Who may dial the channel: the runtime's uid (this process's user without one) and, given its
+     * pid, only processes under it. Made before anything starts, so a JVM that cannot read a peer's
+     * pid, or a runtime already gone, fails the launch instead of weakening the check.
+     */
+    static UnixPeerPolicy runtimePeer(Arguments arguments) {
+        UnixPeerPolicy user = arguments.runtimeUid().map(uid -> UnixPeerPolicy.user(Long.toString(uid)))
+                .orElse(UnixPeerPolicy.sameUser());
+        return arguments.runtimePid().map(pid -> user.and(UnixPeerPolicy.processTree(pid))).orElse(user);
+    }
+
     /** One run of the boundary, from listening to the agent's exit. */
     private static final class Session {
         private final Arguments arguments;
+        private final UnixPeerPolicy runtimePeer;
         private final SupervisorBundle bundle;
         private final PolicyInstallation policies;
         private final Credentials credentials;
@@ -209,9 +227,10 @@ public final class SupervisorMain {
         private final AtomicReference<RunningBoundary> running = new AtomicReference<>();
         private final AtomicBoolean stopping = new AtomicBoolean();
 
-        Session(Arguments arguments, SupervisorBundle bundle, PolicyInstallation policies, Credentials credentials,
-                PrintStream out, PrintStream err) {
+        Session(Arguments arguments, UnixPeerPolicy runtimePeer, SupervisorBundle bundle, PolicyInstallation policies,
+                Credentials credentials, PrintStream out, PrintStream err) {
             this.arguments = arguments;
+            this.runtimePeer = runtimePeer;
             this.bundle = bundle;
             this.policies = policies;
             this.credentials = credentials;
@@ -226,8 +245,7 @@ public final class SupervisorMain {
                     .initiator(Initiator.RUNTIME)
                     .pin(bundle.pin())
                     .tokens(tokens)
-                    .peerPolicy(arguments.runtimeUid().map(uid -> UnixPeerPolicy.user(Long.toString(uid)))
-                            .orElse(UnixPeerPolicy.sameUser()))
+                    .peerPolicy(runtimePeer)
                     .build();
             AuditSink audit;
             PrintStream auditFile = null;

@@ -57,14 +57,30 @@ class SupervisorMainTest {
     void argumentsAreParsedAndBadOnesRefused() {
         SupervisorMain.Arguments a = SupervisorMain.Arguments.parse(List.of("--sandbox", "s", "--generation", "3", "--channel",
                 "/run/x.sock", "--bundle-stdin", "--runtime-uid", "1000000000", "--admin-port", "0", "--audit-file", "/tmp/a"));
-        assertEquals(new SupervisorMain.Arguments("s", 3, Path.of("/run/x.sock"), Optional.of(1_000_000_000L), 0,
-                Optional.of(Path.of("/tmp/a"))), a);
+        assertEquals(new SupervisorMain.Arguments("s", 3, Path.of("/run/x.sock"), Optional.of(1_000_000_000L),
+                Optional.empty(), 0, Optional.of(Path.of("/tmp/a"))), a);
+        assertEquals(Optional.of(4242L), SupervisorMain.Arguments.parse(List.of("--sandbox", "s", "--generation", "3",
+                "--channel", "/run/x.sock", "--bundle-stdin", "--runtime-pid", "4242")).runtimePid());
         for (List<String> bad : List.of(List.of("--sandbox", "s"), List.of("--sandbox", "s", "--generation", "x", "--channel", "/c",
                 "--bundle-stdin"), List.of("--sandbox", "s", "--generation", "1", "--channel", "/c"), List.of("--what", "1"),
                 List.of("--sandbox", "s", "--generation", "1", "--channel", "/c", "--bundle-stdin", "--admin-port", "70000"))) {
             assertThrows(IllegalArgumentException.class, () -> SupervisorMain.Arguments.parse(bad), bad.toString());
         }
         assertEquals(SupervisorMain.EXIT_USAGE, run(List.of("--sandbox"), new byte[] {1}).status());
+    }
+
+    @Test
+    void aRuntimePidThatIsNoRunningProcessFailsTheLaunchBeforeTheBundleIsRead() throws Exception {
+        Process gone = new ProcessBuilder("/bin/true").start();
+        gone.waitFor();
+        List<String> args = new java.util.ArrayList<>(ARGS);
+        args.addAll(List.of("--runtime-pid", Long.toString(gone.pid())));
+        Outcome outcome = run(args, "not a bundle".getBytes(StandardCharsets.UTF_8));
+        assertEquals(SupervisorMain.EXIT_USAGE, outcome.status());
+        assertTrue(outcome.err().contains("process tree root " + gone.pid() + " is not a running process"), outcome.err());
+        // A live root: the policy is made (the check itself runs per connection, UnixPeerProcessTreeTest).
+        SupervisorMain.runtimePeer(SupervisorMain.Arguments.parse(List.of("--sandbox", "s", "--generation", "3",
+                "--channel", "/run/x.sock", "--bundle-stdin", "--runtime-pid", Long.toString(ProcessHandle.current().pid()))));
     }
 
     @Test

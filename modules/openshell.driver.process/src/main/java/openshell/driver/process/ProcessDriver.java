@@ -162,13 +162,10 @@ final class ProcessDriver implements ComputeDriver {
         List<String> common = List.of("--sandbox", id.value(), "--generation", Long.toString(plan.runtimeGeneration()),
                 "--channel", channel.toString(), "--bundle-stdin");
 
-        List<String> supervisorCommand = new ArrayList<>(List.of(supervisorLauncher.toString()));
-        supervisorCommand.addAll(common);
-        supervisorCommand.addAll(List.of("--runtime-uid", Long.toString(ids.first())));
-        Process supervisor = startHost(supervisorCommand, state.resolve("supervisor.log"));
         NamespaceHolder holder = null;
+        Process runtime = null;
+        Process supervisor = null;
         try {
-            feed(supervisor, plan.material().supervisorBundle(), "supervisor");
             holder = NamespaceHolder.create(ids);
             List<String> runtimeCommand = new ArrayList<>(List.of(runtimeLauncher.toString()));
             runtimeCommand.addAll(common);
@@ -180,13 +177,26 @@ final class ProcessDriver implements ComputeDriver {
                 cgroup.create(ids.first());
                 return cgroup.enterPrefix();
             }).orElse(List.of());
-            Process runtime = holder.enter(prefix, runtimeCommand, ENV, Path.of("/"), state.resolve("runtime.log"));
+            // The runtime starts first (it redials until the supervisor listens), so the supervisor can be
+            // told which process tree the runtime's connection must come from, not only which uid.
+            runtime = holder.enter(prefix, runtimeCommand, ENV, Path.of("/"), state.resolve("runtime.log"));
             feed(runtime, plan.material().runtimeBundle(), "sandbox runtime");
+            List<String> supervisorCommand = new ArrayList<>(List.of(supervisorLauncher.toString()));
+            supervisorCommand.addAll(common);
+            supervisorCommand.addAll(List.of("--runtime-uid", Long.toString(ids.first()),
+                    "--runtime-pid", Long.toString(runtime.pid())));
+            supervisor = startHost(supervisorCommand, state.resolve("supervisor.log"));
+            feed(supervisor, plan.material().supervisorBundle(), "supervisor");
             ProcessTopology t = new ProcessTopology(channel, ids.first(), slot, holder.pid(),
                     holder.started().toEpochMilli(), supervisor.pid(), startMillis(supervisor.toHandle()));
             return Provisioned.of(t.descriptor(), DialDirection.RUNTIME_INITIATED, t.state());
         } catch (RuntimeException e) {
-            supervisor.destroyForcibly();
+            if (supervisor != null) {
+                supervisor.destroyForcibly();
+            }
+            if (runtime != null) {
+                runtime.destroyForcibly();
+            }
             if (holder != null) {
                 holder.kill();
             }

@@ -135,6 +135,12 @@ class ProcessDriverTest {
             String supervisorLog = awaitLog("alpha", "supervisor.log", "pidns:");
             assertTrue(supervisorLog.contains("bundle: " + sha256(SUPERVISOR_BUNDLE)), supervisorLog);
             assertTrue(supervisorLog.contains("--runtime-uid " + IdRange.slot(0).first()), supervisorLog);
+            // --runtime-pid names the process the runtime runs under: the supervisor admits only its tree.
+            java.util.regex.Matcher runtimePid = java.util.regex.Pattern.compile("--runtime-pid (\\d+)").matcher(supervisorLog);
+            assertTrue(runtimePid.find(), supervisorLog);
+            assertTrue(ProcessHandle.of(Long.parseLong(runtimePid.group(1))).orElseThrow().descendants()
+                    .anyMatch(h -> h.info().commandLine().orElse("").contains("sleep 1000")),
+                    "the runtime (its launcher's sleep) runs under --runtime-pid");
             assertNotEquals(line(runtimeLog, "pidns:"), line(supervisorLog, "pidns:"),
                     "the supervisor stays on the host; the runtime is in the sandbox's pid namespace");
 

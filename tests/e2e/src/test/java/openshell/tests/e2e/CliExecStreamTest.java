@@ -482,7 +482,7 @@ class CliExecStreamTest {
         }
         String javaCommand = ProcessHandle.current().info().command().orElseThrow();
         Path script = dir.resolve(name);
-        Files.writeString(script, "#!/bin/sh\nexec " + javaCommand + " --enable-native-access=com.sun.jna"
+        Files.writeString(script, "#!/bin/sh\nexec " + javaCommand + " --enable-native-access=com.sun.jna,openshell.protocol --add-exports=java.base/sun.nio.ch=openshell.protocol"
                 + " -Djna.boot.library.path=" + System.getProperty("openshell.e2e.jna")
                 + " -Djna.nounpack=true -Djna.noclasspath=true --add-modules ALL-MODULE-PATH"
                 + " -p " + String.join(java.io.File.pathSeparator, entries) + " -m " + main + " \"$@\"\n");

@@ -55,7 +55,7 @@ final class Launchers {
     }
 
     private static String java(String modulePath, String main) {
-        return ProcessHandle.current().info().command().orElseThrow() + " --enable-native-access=com.sun.jna"
+        return ProcessHandle.current().info().command().orElseThrow() + " --enable-native-access=com.sun.jna,openshell.protocol --add-exports=java.base/sun.nio.ch=openshell.protocol"
                 + " -Djna.boot.library.path=" + System.getProperty("openshell.e2e.jna")
                 + " -Djna.nounpack=true -Djna.noclasspath=true --add-modules ALL-MODULE-PATH"
                 + " -p " + modulePath + " -m " + main;

@@ -36,7 +36,7 @@ final class Mains {
 
     static Path launcher(Path file, String modulePath, String mainModule) throws IOException {
         String script = "#!/bin/sh\nexec " + Path.of(System.getProperty("java.home"), "bin", "java")
-                + " --enable-native-access=com.sun.jna -Djna.boot.library.path=" + System.getProperty("openshell.mains.jna.dir")
+                + " --enable-native-access=com.sun.jna,openshell.protocol --add-exports=java.base/sun.nio.ch=openshell.protocol -Djna.boot.library.path=" + System.getProperty("openshell.mains.jna.dir")
                 + " -Djna.nounpack=true -Djna.noclasspath=true --add-modules ALL-MODULE-PATH -p " + modulePath + " -m " + mainModule + " \"$@\"\n";
         Files.writeString(file, script);
         Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rwxr-xr-x"));
