@@ -136,6 +136,9 @@
  *     <td>the oldest request id is forgotten</td></tr>
  * <tr><td>EXEC_ADMISSION_WINDOW</td><td>30 s</td><td>caller of exec</td>
  *     <td>an exec past its deadline is refused (EXEC_EXPIRED), never started late</td></tr>
+ * <tr><td>MAX_VERIFIED_TOKENS</td><td>16</td><td>each TokenVerifier</td>
+ *     <td>the least recently used verified token is forgotten and its signature checked again
+ *     when next presented (time and epoch are checked on every use)</td></tr>
  * <tr><td>TOKEN_MIN/MAX_LIFETIME, TOKEN_LEEWAY</td><td>1 min / 1 h, 30 s</td>
  *     <td>issuer and verifier</td><td>TOKEN_BAD_LIFETIME, TOKEN_EXPIRED, TOKEN_NOT_YET_VALID</td></tr>
  * <tr><td>TLS_VALIDITY</td><td>2 days</td><td>LaunchTls</td><td>the launch's certificates expire</td></tr>

@@ -21,6 +21,11 @@ public final class ProtocolLimits {
      * below the process its driver started (launcher script, namespace entry).
      */
     public static final int MAX_PEER_ANCESTRY = 32;
+    /**
+     * Tokens a verifier remembers as verified (their signature is not checked again; time and
+     * epoch are): a supervisor presents one pair at a time, a refresh brings the next.
+     */
+    public static final int MAX_VERIFIED_TOKENS = 16;
     /** Connections accepted but not yet authenticated; the oldest is evicted beyond it. */
     public static final int MAX_PRE_AUTH_CONNECTIONS = 32;
     /**

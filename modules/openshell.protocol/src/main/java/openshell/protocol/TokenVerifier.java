@@ -23,6 +23,12 @@ import jakarta.json.JsonValue;
  * Verifies one token profile, bound to one sandbox and one runtime generation. Each failed
  * check has its own {@link Refusal}. Remembers the highest credential epoch it accepted and
  * refuses anything lower from then on.
+ *
+ * <p>Every call and every stream presents the bearer token, and an ES256 signature check costs
+ * about a millisecond of CPU in the JDK: most of a small control call. So the last
+ * {@link ProtocolLimits#MAX_VERIFIED_TOKENS} tokens that passed every check are remembered by
+ * their exact text; presenting one again skips only what cannot change (parsing, signature,
+ * profile claims), while validity in time and the epoch floor are checked again on every use.
  */
 public final class TokenVerifier {
     static final String SANDBOX_ID = "sandbox_id";
@@ -43,6 +49,13 @@ public final class TokenVerifier {
     private final String component;
     private final Clock clock;
     private final AtomicLong highestEpoch = new AtomicLong();
+    /** Tokens that passed every check, by their exact text, least recently used first. */
+    private final Map<String, TokenClaims> verified = new java.util.LinkedHashMap<>(16, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, TokenClaims> eldest) {
+            return size() > ProtocolLimits.MAX_VERIFIED_TOKENS;
+        }
+    };
 
     private TokenVerifier(Builder builder) {
         this.key = Objects.requireNonNull(builder.key, "key");
@@ -94,7 +107,40 @@ public final class TokenVerifier {
         return claims;
     }
 
+    /** How many verified tokens are remembered now (for the test at the bound). */
+    int rememberedTokens() {
+        synchronized (verified) {
+            return verified.size();
+        }
+    }
+
     private TokenClaims check(String token) {
+        TokenClaims known;
+        synchronized (verified) {
+            known = verified.get(token);
+        }
+        if (known != null) {
+            checkTime(known.issuedAt(), known.expiresAt());
+            return known;
+        }
+        TokenClaims claims = checkUncached(token);
+        synchronized (verified) {
+            verified.put(token, claims);
+        }
+        return claims;
+    }
+
+    private void checkTime(Instant issuedAt, Instant expiresAt) {
+        Instant now = clock.instant();
+        if (issuedAt.isAfter(now.plus(ProtocolLimits.TOKEN_LEEWAY))) {
+            throw new ProtocolException(Refusal.TOKEN_NOT_YET_VALID, "issued in the future");
+        }
+        if (!now.isBefore(expiresAt.plus(ProtocolLimits.TOKEN_LEEWAY))) {
+            throw new ProtocolException(Refusal.TOKEN_EXPIRED, "expired at " + expiresAt);
+        }
+    }
+
+    private TokenClaims checkUncached(String token) {
         SignedJwt signed;
         Jwt jwt;
         try {
@@ -159,13 +205,7 @@ public final class TokenVerifier {
                 || lifetime.compareTo(ProtocolLimits.TOKEN_MAX_LIFETIME) > 0) {
             throw new ProtocolException(Refusal.TOKEN_BAD_LIFETIME, "lifetime " + lifetime);
         }
-        Instant now = clock.instant();
-        if (issuedAt.isAfter(now.plus(ProtocolLimits.TOKEN_LEEWAY))) {
-            throw new ProtocolException(Refusal.TOKEN_NOT_YET_VALID, "issued in the future");
-        }
-        if (!now.isBefore(expiresAt.plus(ProtocolLimits.TOKEN_LEEWAY))) {
-            throw new ProtocolException(Refusal.TOKEN_EXPIRED, "expired at " + expiresAt);
-        }
+        checkTime(issuedAt, expiresAt);
         if (epoch <= 0) {
             throw new ProtocolException(Refusal.TOKEN_STALE_EPOCH, "epoch must be > 0");
         }

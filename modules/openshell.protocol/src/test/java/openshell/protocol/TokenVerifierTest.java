@@ -71,6 +71,76 @@ class TokenVerifierTest {
         assertEquals(Refusal.TOKEN_EXPIRED, expired.refusal());
     }
 
+    /** A clock the test moves. */
+    private static final class MovingClock extends Clock {
+        private volatile Instant now;
+
+        MovingClock(Instant now) {
+            this.now = now;
+        }
+
+        @Override
+        public java.time.ZoneId getZone() {
+            return java.time.ZoneOffset.UTC;
+        }
+
+        @Override
+        public Clock withZone(java.time.ZoneId zone) {
+            return this;
+        }
+
+        @Override
+        public Instant instant() {
+            return now;
+        }
+    }
+
+    @Test
+    void aRememberedTokenIsStillCheckedForTimeEpochAndItsExactText() {
+        MovingClock clock = new MovingClock(Instant.now());
+        TokenIssuer issuer = TokenIssuer.generate(Launch.ISSUER, "gateway-key-1", clock);
+        TokenVerifier verifier = TokenVerifier.builder().key(issuer.verificationKey()).issuer(Launch.ISSUER)
+                .audience(TokenAudience.SANDBOX).sandboxId(Launch.SANDBOX).runtimeGeneration(Launch.GENERATION)
+                .clock(clock).build();
+        TokenPair first = issuer.mintPair(Launch.grant(), 1);
+        verifier.verify(first.sandboxToken());
+        verifier.verify(first.sandboxToken());
+        assertEquals(1, verifier.rememberedTokens());
+        // One character of the signature changed: another text, so it is verified in full, and fails.
+        String token = first.sandboxToken();
+        int last = token.length() - 2;
+        String forged = token.substring(0, last) + (token.charAt(last) == 'A' ? 'B' : 'A') + token.substring(last + 1);
+        assertEquals(Refusal.TOKEN_BAD_SIGNATURE,
+                assertThrows(ProtocolException.class, () -> verifier.verify(forged)).refusal());
+        TokenPair second = issuer.mintPair(Launch.grant(), 2);
+        verifier.verify(second.sandboxToken());
+        assertEquals(Refusal.TOKEN_STALE_EPOCH,
+                assertThrows(ProtocolException.class, () -> verifier.verify(first.sandboxToken())).refusal(),
+                "a remembered token below the epoch floor");
+        clock.now = second.expiresAt().plus(ProtocolLimits.TOKEN_LEEWAY);
+        assertEquals(Refusal.TOKEN_EXPIRED,
+                assertThrows(ProtocolException.class, () -> verifier.verify(second.sandboxToken())).refusal(),
+                "a remembered token past its expiry");
+    }
+
+    @Test
+    void theVerifierRemembersAtMostTheBoundOfTokens() {
+        TokenVerifier verifier = verifier(Clock.systemUTC());
+        java.util.List<String> tokens = new java.util.ArrayList<>();
+        for (int i = 0; i <= ProtocolLimits.MAX_VERIFIED_TOKENS; i++) {
+            tokens.add(ISSUER.mintPair(Launch.grant(), 1).sandboxToken());
+        }
+        for (String token : tokens.subList(0, ProtocolLimits.MAX_VERIFIED_TOKENS)) {
+            verifier.verify(token);
+        }
+        assertEquals(ProtocolLimits.MAX_VERIFIED_TOKENS, verifier.rememberedTokens());
+        verifier.verify(tokens.getLast());
+        assertEquals(ProtocolLimits.MAX_VERIFIED_TOKENS, verifier.rememberedTokens(), "the least recently used went");
+        // The forgotten one is verified in full again, and still passes.
+        verifier.verify(tokens.getFirst());
+        assertEquals(ProtocolLimits.MAX_VERIFIED_TOKENS, verifier.rememberedTokens());
+    }
+
     @Test
     void lifetimeBoundsAreEnforcedAtMintAndVerify() {
         new TokenGrant("s", 1, "l", "supervisor", ProtocolLimits.TOKEN_MAX_LIFETIME);
