@@ -38,7 +38,9 @@
  * <tr><td>{@code StartupProbes.PROBE_WAIT}</td><td>10 s per probe step</td><td>the probe fails; exit 70</td></tr>
  * <tr><td>{@code StartupProbes.MIN_LANDLOCK_ABI}</td><td>5</td><td>the probe fails; exit 70</td></tr>
  * <tr><td>{@code ControlThreads.MAX_CONTROL_THREADS}</td><td>256 control operations at once</td><td>the next is refused UNAVAILABLE without running (not recorded: retry with the same id)</td></tr>
- * <tr><td>{@code RuntimeService.MAX_WAIT_CALL}</td><td>1 h</td><td>a Wait call returns UNAVAILABLE (still running)</td></tr>
+ * <tr><td>{@code RuntimeService.MAX_WAIT_CALL}</td><td>1 h</td><td>a Wait call answers without an exit (still running);
+ *     a shorter {@code max_wait_millis} of the request bounds it instead, so a caller's wait never holds a
+ *     control thread past the caller's own deadline</td></tr>
  * <tr><td>{@code RuntimeService.MAX_CHUNK_BYTES}</td><td>16 KiB ({@code CreditedStream.MAX_CHUNK_BYTES})</td><td>process output and relay bytes are split into messages of at most this</td></tr>
  * <tr><td>{@code RuntimeService.MEDIATION_POLL}</td><td>500 ms</td><td>the longest a mediation stream takes to notice its call was cancelled (so the longest egress outlives a dropped link)</td></tr>
  * <tr><td>{@code OutputJournal.MAX_RETAINED_BYTES}</td><td>1 MiB per stream of the agent (in 16 KiB {@code BLOCK_BYTES})</td><td>with nobody attached the oldest block goes and the next attach gets an OutputLost; an attached reader that is behind holds the agent back instead</td></tr>

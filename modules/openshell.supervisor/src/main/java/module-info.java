@@ -76,6 +76,8 @@
  * <tr><td>{@code LaunchBundles.MAX_BUNDLE_BYTES}</td><td>1 MiB</td><td>exit 64, nothing started</td></tr>
  * <tr><td>{@code LaunchBundles.MAX_HOST_ALIASES} / {@code MAX_UPSTREAM_AUTHORITIES}</td><td>256 / 64</td><td>exit 64, nothing started</td></tr>
  * <tr><td>{@code OpenShellRuntimeBackend.CALL_DEADLINE}</td><td>30 s</td><td>a control call to the runtime fails UNAVAILABLE</td></tr>
+ * <tr><td>{@code OpenShellRuntimeBackend.WAIT_ANSWER_MARGIN}</td><td>1 s (at most a quarter of the wait)</td><td>a wait
+ *     asks the runtime to answer "still running" this much before its own deadline</td></tr>
  * <tr><td>{@code OpenShellRuntimeBackend.START_DEADLINE}</td><td>150 s (startAgent, exec)</td><td>the call fails UNAVAILABLE</td></tr>
  * <tr><td>{@code OpenShellRuntimeBackend.MAX_ATTACH_ATTEMPTS}</td><td>5 links</td><td>attach fails UNAVAILABLE (each link died before the runtime served it)</td></tr>
  * <tr><td>{@code RemoteMediation.MAX_QUEUED}</td><td>256 pending opens, 256 DNS queries</td><td>the next one is denied EXHAUSTED at once</td></tr>

@@ -145,7 +145,14 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
             finish(Status.UNAVAILABLE.withDescription("cannot open a stream").withCause(e), new Metadata());
             return;
         }
-        link.executor().execute(this::receive);
+        try {
+            link.executor().execute(this::receive);
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            // The link closed between opening the stream and starting its reader: the call fails like any
+            // call on a closed link, with a status, never with an exception out of start().
+            stream.close();
+            finish(Status.UNAVAILABLE.withDescription("link closed while the call started").withCause(e), new Metadata());
+        }
     }
 
     @Override

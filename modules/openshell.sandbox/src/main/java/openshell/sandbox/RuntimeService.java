@@ -85,7 +85,7 @@ import openshell.protocol.wire.WaitResult;
  * runtime's state leaks into a status.
  */
 final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
-    /** Longest a single Wait call blocks on the runtime side; the caller's deadline is normally shorter. */
+    /** Longest a single Wait call blocks on the runtime side; the request's {@code max_wait_millis} is normally shorter. */
     static final Duration MAX_WAIT_CALL = Duration.ofHours(1);
     /** The terminal of a tty exec that names no size. */
     static final TerminalSize DEFAULT_TERMINAL = new TerminalSize(80, 24);
@@ -136,6 +136,11 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
         }
         observer.onNext(result);
         observer.onCompleted();
+    }
+
+    /** Control operations running now, in this process (for tests of the threads' release). */
+    static int activeControlThreads() {
+        return CONTROL_THREADS.active();
     }
 
     /** Runs a control operation on a bounded platform thread; see {@link ControlThreads}. */
@@ -208,9 +213,12 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
     @Override
     public void wait(WaitRequest request, StreamObserver<WaitResult> observer) {
         control(request, observer, () -> {
-            Optional<openshell.isolation.ExitStatus> exit = control.await(processId(request.getProcessId()), MAX_WAIT_CALL);
-            return WaitResult.newBuilder().setExit(wire(exit.orElseThrow(() -> new BackendException(
-                    BackendException.Kind.UNAVAILABLE, "process still running after " + MAX_WAIT_CALL)))).build();
+            Duration bound = request.getMaxWaitMillis() > 0 && request.getMaxWaitMillis() < MAX_WAIT_CALL.toMillis()
+                    ? Duration.ofMillis(request.getMaxWaitMillis()) : MAX_WAIT_CALL;
+            Optional<openshell.isolation.ExitStatus> exit = control.await(processId(request.getProcessId()), bound);
+            WaitResult.Builder result = WaitResult.newBuilder();
+            exit.ifPresent(status -> result.setExit(wire(status)));
+            return result.build();
         });
     }
 
@@ -288,7 +296,7 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
         StreamObserver<ProcessInput> handler = new StreamObserver<>() {
             private ExecSession session;
             private long process;
-            private final List<AutoCloseable> readers = new java.util.concurrent.CopyOnWriteArrayList<>();
+            private final List<OutputJournal.Reader> readers = new java.util.concurrent.CopyOnWriteArrayList<>();
 
             @Override
             public void onNext(ProcessInput input) {
@@ -378,21 +386,21 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
                     try (reader) {
                         while (!self.get().isEnded()) {
                             OutputJournal.Chunk chunk = reader.next(MAX_CHUNK_BYTES, EXIT_SLICE);
-                            ProcessOutput message = switch (chunk) {
+                            if (chunk instanceof OutputJournal.End) {
+                                return;
+                            }
+                            if (chunk == null) {
+                                // Nothing within the slice: look whether the stream ended, then wait again.
+                                continue;
+                            }
+                            self.get().send(switch (chunk) {
                                 case OutputJournal.Bytes bytes -> stderr
                                         ? ProcessOutput.newBuilder().setStderr(ByteString.copyFrom(bytes.bytes())).build()
                                         : ProcessOutput.newBuilder().setStdout(ByteString.copyFrom(bytes.bytes())).build();
                                 case OutputJournal.Lost lost -> ProcessOutput.newBuilder().setLost(OutputLost.newBuilder()
                                         .setStderr(stderr).setBytes(lost.bytes())).build();
-                                case OutputJournal.End end -> null;
-                                case null -> null;
-                            };
-                            if (chunk instanceof OutputJournal.End) {
-                                return;
-                            }
-                            if (message != null) {
-                                self.get().send(message);
-                            }
+                                case OutputJournal.End end -> throw new IllegalStateException("handled above");
+                            });
                         }
                     } catch (InterruptedException e) {
                         Thread.currentThread().interrupt();

@@ -177,6 +177,42 @@ class AdapterPairTest {
         }
     }
 
+    /**
+     * A wait that ends before the process does gives its runtime control thread back: the
+     * supervisor's exit watch asks again and again while an agent runs for hours, and every wait
+     * that kept its thread for MAX_WAIT_CALL would have used the runtime's control threads up.
+     */
+    @Test
+    void waitsThatEndBeforeTheProcessHoldNoControlThread() throws Exception {
+        PolicySnapshot policy = PolicySnapshot.of(1, "version: 1\n".getBytes(StandardCharsets.UTF_8));
+        try (TestSandbox sandbox = new TestSandbox()) {
+            StartupProbes.Report report = StartupProbes.run(sandbox.network);
+            try (SandboxRuntime control = new SandboxRuntime(report, sandbox.broker, ProcessTreeTest.tree(sandbox), policy.sha256());
+                 Pair pair = new Pair(control)) {
+                Started started = start(control, pair, policy, report);
+                RunningBoundary running = started.running();
+                int before = RuntimeService.activeControlThreads();
+                try (ExecSession sleep = running.exec().exec(ExecSpec.builder(List.of("/bin/sleep", "120"))
+                        .environment(Map.of("PATH", "/usr/bin:/bin")).build())) {
+                    for (int i = 0; i < 10; i++) {
+                        assertEquals(Optional.empty(), sleep.process().awaitExit(Duration.ofMillis(400)), "still running");
+                    }
+                    long deadline = System.nanoTime() + WAIT.toNanos();
+                    while (RuntimeService.activeControlThreads() > before && System.nanoTime() < deadline) {
+                        Thread.sleep(20);
+                    }
+                    assertTrue(RuntimeService.activeControlThreads() <= before,
+                            "control threads still held by ended waits: " + RuntimeService.activeControlThreads()
+                                    + " (before: " + before + ")");
+                    sleep.process().signal(openshell.isolation.ProcessSignal.KILL);
+                    assertEquals(Optional.of(new ExitStatus.Signaled(9)), sleep.process().awaitExit(WAIT));
+                }
+                running.terminate();
+                started.mediation().close();
+            }
+        }
+    }
+
     /** Process I/O under message credits: a MiB through stdin and back on stdout, far beyond one credit window. */
     @Test
     void aMebibyteCrossesStdinAndStdoutUnderCredits() throws Exception {

@@ -48,6 +48,7 @@ import openshell.protocol.wire.StartAgentRequest;
 import openshell.protocol.wire.TerminateBoundaryRequest;
 import openshell.protocol.wire.TerminateRequest;
 import openshell.protocol.wire.WaitRequest;
+import openshell.protocol.wire.WaitResult;
 
 /**
  * The Isolation Backend for the OpenShell sandbox runtime ({@code openshell-sandbox}, version
@@ -60,6 +61,8 @@ public final class OpenShellRuntimeBackend implements IsolationBackend {
     public static final BackendKey KEY = new BackendKey("openshell-sandbox", 1);
     /** Deadline of every control call but Wait (which takes the caller's timeout). */
     static final Duration CALL_DEADLINE = Duration.ofSeconds(30);
+    /** How much sooner than its deadline a wait asks the runtime to answer "still running" (at most a quarter of it). */
+    static final Duration WAIT_ANSWER_MARGIN = Duration.ofSeconds(1);
     /**
      * Deadline of startAgent and exec: the runtime may wait for a launcher through two steps of
      * its own bound (ProcessTree.LAUNCH_WAIT, 60 s each) before the process exists.
@@ -382,10 +385,18 @@ public final class OpenShellRuntimeBackend implements IsolationBackend {
                 return Optional.empty();
             }
             try {
-                openshell.protocol.wire.ExitStatus status = calls.call("wait",
-                        WaitRequest.newBuilder().setProcessId(id).build(), timeout,
-                        (stub, request) -> stub.wait(request)).getExit();
-                ExitStatus known = status(status);
+                // The runtime answers "still running" a little before the call's deadline: its control
+                // thread is free again by the time the next wait asks (a unary call's deadline reaches
+                // the runtime as nothing at all).
+                Duration margin = timeout.dividedBy(4).compareTo(WAIT_ANSWER_MARGIN) < 0 ? timeout.dividedBy(4)
+                        : WAIT_ANSWER_MARGIN;
+                WaitResult result = calls.call("wait", WaitRequest.newBuilder().setProcessId(id)
+                                .setMaxWaitMillis(Math.max(1, timeout.minus(margin).toMillis())).build(), timeout,
+                        (stub, request) -> stub.wait(request));
+                if (!result.hasExit()) {
+                    return Optional.empty();
+                }
+                ExitStatus known = status(result.getExit());
                 exit.complete(known);
                 return Optional.of(known);
             } catch (BackendException e) {
