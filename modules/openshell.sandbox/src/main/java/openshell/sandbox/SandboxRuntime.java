@@ -55,6 +55,8 @@ final class SandboxRuntime implements RuntimeControl, AutoCloseable {
     private String supervisor;
     private long generation;
     private long agent = -1;
+    /** Execs between their slot check and their registration (guarded by this). */
+    private int launching;
     private volatile boolean everSupervised;
     private volatile long supervisionEnded = -1;
 
@@ -162,14 +164,43 @@ final class SandboxRuntime implements RuntimeControl, AutoCloseable {
         tree.terminateAll();
     }
 
+    /**
+     * Launches outside the monitor: a launch can wait for a launcher JVM to boot, and signals,
+     * attaches and other execs must not queue behind it. The slot is counted before the launch,
+     * so {@link #MAX_PROCESSES} holds with launches in flight.
+     */
     @Override
-    public synchronized long exec(ExecSpec spec) {
-        require(State.RUNNING, "exec");
-        // The provider placeholders first; the exec's own variables win over them.
-        Map<String, String> env = new java.util.LinkedHashMap<>(providerEnvironment);
-        env.putAll(spec.environment());
-        return register(tree.start(new ProcessTree.LaunchRequest(spec.argv(), environment(env),
-                spec.workingDirectory(), spec.terminal())));
+    public long exec(ExecSpec spec) {
+        ProcessTree.LaunchRequest request;
+        synchronized (this) {
+            require(State.RUNNING, "exec");
+            if (processes.size() + launching >= MAX_PROCESSES) {
+                throw new BackendException(BackendException.Kind.UNAVAILABLE, MAX_PROCESSES + " processes retained");
+            }
+            // The provider placeholders first; the exec's own variables win over them.
+            Map<String, String> env = new java.util.LinkedHashMap<>(providerEnvironment);
+            env.putAll(spec.environment());
+            request = new ProcessTree.LaunchRequest(spec.argv(), environment(env), spec.workingDirectory(), spec.terminal());
+            launching++;
+        }
+        WorkloadProcess process;
+        try {
+            process = tree.start(request);
+        } catch (RuntimeException e) {
+            synchronized (this) {
+                launching--;
+            }
+            throw e;
+        }
+        synchronized (this) {
+            launching--;
+            if (state != State.RUNNING) {
+                // The agent ended during the launch: the tree was terminated, this process with it.
+                process.terminate();
+                throw new BackendException(BackendException.Kind.TERMINATED, "exec: the agent ended during the launch");
+            }
+            return register(process);
+        }
     }
 
     @Override

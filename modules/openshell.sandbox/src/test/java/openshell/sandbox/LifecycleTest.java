@@ -17,6 +17,8 @@ import org.junit.jupiter.api.Test;
 
 /** The runtime's lifecycle over RuntimeControl: order is enforced, and the agent's exit ends Running. */
 class LifecycleTest {
+    /** Not the common pool: on two cores it has one thread, which the held launch occupies. */
+    private static final java.util.concurrent.Executor THREADS = command -> Thread.ofVirtual().start(command);
 
     @Test
     void outOfOrderCallsAreRefusedAndTheAgentsExitEndsEverything() throws Exception {
@@ -55,6 +57,51 @@ class LifecycleTest {
                 assertEquals(BackendException.Kind.TERMINATED,
                         assertThrows(BackendException.class, () -> runtime.exec(ExecSpec.of("/usr/bin/true"))).kind());
                 assertEquals(Optional.of(new ExitStatus.Exited(3)), runtime.await(agent, Duration.ZERO), "wait keeps the recorded status");
+            }
+        }
+    }
+
+    /** A launch in progress (here held in its plan) does not hold signals, sessions or other execs. */
+    @Test
+    void aSlowLaunchHoldsNeitherOtherCallsNorOtherExecs() throws Exception {
+        java.util.concurrent.CountDownLatch held = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        try (TestSandbox sandbox = new TestSandbox()) {
+            StartupProbes.Report report = StartupProbes.run(sandbox.network);
+            openshell.linux.Cgroup leaf = ProcessTree.leaf("openshell-test-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
+            ProcessTree tree = new ProcessTree(TestSandbox.command(), request -> {
+                if (request.argv().contains("--hold")) {
+                    held.countDown();
+                    try {
+                        release.await();
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+                return sandbox.plan(request.argv().get(0), request.argv()).envp(request.environment())
+                        .workingDirectory(request.directory()).build();
+            }, sandbox.broker, leaf);
+            try (SandboxRuntime runtime = new SandboxRuntime(report, sandbox.broker, tree, "0".repeat(64))) {
+                runtime.attach("supervisor-a", 1);
+                runtime.confirm("");
+                long agent = runtime.startAgent(new AgentSpec(List.of("/usr/bin/sleep", "600"), Map.of("PATH", "/usr/bin"), "/"));
+                java.util.concurrent.CompletableFuture<Long> slow = java.util.concurrent.CompletableFuture.supplyAsync(
+                        () -> runtime.exec(ExecSpec.of("/usr/bin/true", "--hold")), THREADS);
+                assertTrue(held.await(TestSandbox.WAIT.toSeconds(), java.util.concurrent.TimeUnit.SECONDS), "the launch began");
+                // While it is held: another exec runs to its end, a session and a signal answer.
+                long quick = java.util.concurrent.CompletableFuture.supplyAsync(() -> runtime.exec(ExecSpec.of("/usr/bin/true")), THREADS)
+                        .get(TestSandbox.WAIT.toSeconds(), java.util.concurrent.TimeUnit.SECONDS);
+                assertEquals(Optional.of(new ExitStatus.Exited(0)), runtime.await(quick, TestSandbox.WAIT));
+                java.util.concurrent.CompletableFuture.runAsync(() -> {
+                    runtime.session(agent);
+                    runtime.signal(agent, openshell.isolation.ProcessSignal.CONT);
+                }, THREADS).get(TestSandbox.WAIT.toSeconds(), java.util.concurrent.TimeUnit.SECONDS);
+                assertTrue(!slow.isDone(), "the held launch is still in progress");
+                release.countDown();
+                long late = slow.get(TestSandbox.WAIT.toSeconds(), java.util.concurrent.TimeUnit.SECONDS);
+                assertEquals(Optional.of(new ExitStatus.Exited(0)), runtime.await(late, TestSandbox.WAIT));
+            } finally {
+                release.countDown();
             }
         }
     }
