@@ -177,6 +177,26 @@ class AdapterPairTest {
         }
     }
 
+    private interface BoundaryBody {
+        void run(RunningBoundary running) throws Exception;
+    }
+
+    /** A started pair (attach, confirm, agent) around the body, terminated after it. */
+    private static void withRunningBoundary(BoundaryBody body) throws Exception {
+        PolicySnapshot policy = PolicySnapshot.of(1, "version: 1\n".getBytes(StandardCharsets.UTF_8));
+        try (TestSandbox sandbox = new TestSandbox()) {
+            StartupProbes.Report report = StartupProbes.run(sandbox.network);
+            try (SandboxRuntime control = new SandboxRuntime(report, sandbox.broker, ProcessTreeTest.tree(sandbox), policy.sha256());
+                 Pair pair = new Pair(control)) {
+                Started started = start(control, pair, policy, report);
+                RunningBoundary running = started.running();
+                body.run(running);
+                running.terminate();
+                started.mediation().close();
+            }
+        }
+    }
+
     /**
      * A wait that ends before the process does gives its runtime control thread back: the
      * supervisor's exit watch asks again and again while an agent runs for hours, and every wait
@@ -184,61 +204,43 @@ class AdapterPairTest {
      */
     @Test
     void waitsThatEndBeforeTheProcessHoldNoControlThread() throws Exception {
-        PolicySnapshot policy = PolicySnapshot.of(1, "version: 1\n".getBytes(StandardCharsets.UTF_8));
-        try (TestSandbox sandbox = new TestSandbox()) {
-            StartupProbes.Report report = StartupProbes.run(sandbox.network);
-            try (SandboxRuntime control = new SandboxRuntime(report, sandbox.broker, ProcessTreeTest.tree(sandbox), policy.sha256());
-                 Pair pair = new Pair(control)) {
-                Started started = start(control, pair, policy, report);
-                RunningBoundary running = started.running();
-                int before = RuntimeService.activeControlThreads();
-                try (ExecSession sleep = running.exec().exec(ExecSpec.builder(List.of("/bin/sleep", "120"))
-                        .environment(Map.of("PATH", "/usr/bin:/bin")).build())) {
-                    for (int i = 0; i < 10; i++) {
-                        assertEquals(Optional.empty(), sleep.process().awaitExit(Duration.ofMillis(400)), "still running");
-                    }
-                    long deadline = System.nanoTime() + WAIT.toNanos();
-                    while (RuntimeService.activeControlThreads() > before && System.nanoTime() < deadline) {
-                        Thread.sleep(20);
-                    }
-                    assertTrue(RuntimeService.activeControlThreads() <= before,
-                            "control threads still held by ended waits: " + RuntimeService.activeControlThreads()
-                                    + " (before: " + before + ")");
-                    sleep.process().signal(openshell.isolation.ProcessSignal.KILL);
-                    assertEquals(Optional.of(new ExitStatus.Signaled(9)), sleep.process().awaitExit(WAIT));
+        withRunningBoundary(running -> {
+            int before = RuntimeService.activeControlThreads();
+            try (ExecSession sleep = running.exec().exec(ExecSpec.builder(List.of("/bin/sleep", "120"))
+                    .environment(Map.of("PATH", "/usr/bin:/bin")).build())) {
+                for (int i = 0; i < 10; i++) {
+                    assertEquals(Optional.empty(), sleep.process().awaitExit(Duration.ofMillis(400)), "still running");
                 }
-                running.terminate();
-                started.mediation().close();
+                long deadline = System.nanoTime() + WAIT.toNanos();
+                while (RuntimeService.activeControlThreads() > before && System.nanoTime() < deadline) {
+                    Thread.sleep(20);
+                }
+                assertTrue(RuntimeService.activeControlThreads() <= before,
+                        "control threads still held by ended waits: " + RuntimeService.activeControlThreads()
+                                + " (before: " + before + ")");
+                sleep.process().signal(openshell.isolation.ProcessSignal.KILL);
+                assertEquals(Optional.of(new ExitStatus.Signaled(9)), sleep.process().awaitExit(WAIT));
             }
-        }
+        });
     }
 
     /** Process I/O under message credits: a MiB through stdin and back on stdout, far beyond one credit window. */
     @Test
     void aMebibyteCrossesStdinAndStdoutUnderCredits() throws Exception {
-        PolicySnapshot policy = PolicySnapshot.of(1, "version: 1\n".getBytes(StandardCharsets.UTF_8));
-        try (TestSandbox sandbox = new TestSandbox()) {
-            StartupProbes.Report report = StartupProbes.run(sandbox.network);
-            try (SandboxRuntime control = new SandboxRuntime(report, sandbox.broker, ProcessTreeTest.tree(sandbox), policy.sha256());
-                 Pair pair = new Pair(control)) {
-                Started started = start(control, pair, policy, report);
-                RunningBoundary running = started.running();
-                byte[] data = new byte[1 << 20];
-                for (int i = 0; i < data.length; i++) {
-                    data[i] = (byte) (i * 31 + (i >> 12));
-                }
-                try (ExecSession cat = running.exec().exec(ExecSpec.builder(List.of("/usr/bin/cat"))
-                        .environment(Map.of("PATH", "/usr/bin:/bin")).build())) {
-                    CompletableFuture<byte[]> out = CompletableFuture.supplyAsync(() -> readAll(cat.stdout()), VIRTUAL);
-                    cat.stdin().write(data);
-                    cat.stdin().close();
-                    org.junit.jupiter.api.Assertions.assertArrayEquals(data, out.get(WAIT.toSeconds(), TimeUnit.SECONDS));
-                    assertEquals(Optional.of(new ExitStatus.Exited(0)), cat.process().awaitExit(WAIT));
-                }
-                running.terminate();
-                started.mediation().close();
+        withRunningBoundary(running -> {
+            byte[] data = new byte[1 << 20];
+            for (int i = 0; i < data.length; i++) {
+                data[i] = (byte) (i * 31 + (i >> 12));
             }
-        }
+            try (ExecSession cat = running.exec().exec(ExecSpec.builder(List.of("/usr/bin/cat"))
+                    .environment(Map.of("PATH", "/usr/bin:/bin")).build())) {
+                CompletableFuture<byte[]> out = CompletableFuture.supplyAsync(() -> readAll(cat.stdout()), VIRTUAL);
+                cat.stdin().write(data);
+                cat.stdin().close();
+                org.junit.jupiter.api.Assertions.assertArrayEquals(data, out.get(WAIT.toSeconds(), TimeUnit.SECONDS));
+                assertEquals(Optional.of(new ExitStatus.Exited(0)), cat.process().awaitExit(WAIT));
+            }
+        });
     }
 
     /**
