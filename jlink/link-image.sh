@@ -6,11 +6,12 @@
 # STAGING holds the application jars (app/) and, if the image uses JNA, libjnidispatch.so as
 # unpacked from the jna jar (jna-unpacked/com/sun/jna/linux-x86-64/); IMAGE_SRC holds
 # NAME.args (the JVM options and main module, paths relative to the image), train.sh (the
-# training run of the AOT cache, run in the image's directory with NAME and JAVA_HOME) and
-# jdk-modules.add (modules jdeps cannot see, with reasons).
+# training run of the AOT cache, run in the image's directory with NAME, JAVA_HOME, STAGING and
+# IMAGE_SRC), jdk-modules.add (modules jdeps cannot see, with reasons) and security-providers
+# (the JCA providers the image lists, in order).
 #
 # Steps: JDK modules from jdeps over every application jar (+ jdk-modules.add); jlink a runtime
-# of exactly those; strip libjvm's symbol table; app jars into app/, JNA's native library into
+# of exactly those; strip libjvm's symbol table; only the listed security providers; app jars into app/, JNA's native library into
 # lib/jna; train the AOT cache lib/NAME.aot by running the image; bin/NAME launcher.
 set -eu
 name=$1 jdk=$2 staging=$3 out=$4 src=$5
@@ -40,6 +41,23 @@ else
     echo "link-image: $name: WARNING: no strip (binutils); libjvm.so keeps ~5 MiB of symbols" >&2
 fi
 
+# 2b. Security providers: only those the program uses (security-providers, one name a line, in
+#     order). The JDK's list names providers of modules the image does not have (SunJGSS, XMLDSig,
+#     SunPCSC, SunPKCS11) or loads through ServiceLoader (SunSASL, JdkLDAP, JdkSASL); the first
+#     algorithm lookup that misses (the TLS handshake's named groups) walks them all, and
+#     ServiceLoader then instantiates every provider on the module path on the way:
+#     BouncyCastle's, ~370 classes and 0.3-0.5 s of start-up, never used as a provider.
+if [ -f "$src/security-providers" ]; then
+    providers=$(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$src/security-providers" | tr -d ' \t')
+    [ -n "$providers" ] || fail "security-providers lists no provider"
+    security="$out/conf/security/java.security"
+    grep -q '^security\.provider\.1=' "$security" || fail "no security.provider list in $security"
+    echo "$providers" | awk 'NR == FNR { list[++n] = $0; next }
+        /^security\.provider\.[0-9]+=/ { if (!done) { for (i = 1; i <= n; i++) print "security.provider." i "=" list[i]; done = 1 } next }
+        { print }' - "$security" > "$security.new"
+    mv "$security.new" "$security"
+fi
+
 # 3. The application: jars on the image's module path, JNA's native library where
 #    jna.boot.library.path points (never extracted to /tmp).
 mkdir -p "$out/app" "$out/conf"
@@ -55,7 +73,7 @@ cp "$src/$name.args" "$out/conf/$name.args"
 #    built without a cache, loudly; the launcher then passes no -XX:AOTCache (a missing
 #    cache file stops the JVM).
 status=0
-( cd "$out" && sh "$src/train.sh" "$name" "$jdk" ) || status=$?
+( cd "$out" && sh "$src/train.sh" "$name" "$jdk" "$staging" "$src" ) || status=$?
 if [ "$status" -eq 75 ]; then
     echo "link-image: $name: WARNING: NO AOT CACHE: train.sh found nothing to train (see its output)" >&2
 else
