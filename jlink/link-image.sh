@@ -67,6 +67,26 @@ if [ -f "$jna" ]; then
     cp "$jna" "$out/lib/jna/"
 fi
 cp "$src/$name.args" "$out/conf/$name.args"
+# Signed jars (BouncyCastle's) lose their signature in the image: at every start the JDK parses and
+# checks a signed jar's per-entry digest list (bcprov: an 820 KB manifest and a 790 KB .SF) on first
+# use, and the AOT cache never archives a class of a signed jar. Inside this image a signature
+# proves nothing (whoever can change a jar can change the launcher); Maven checked each artifact's
+# checksum when it fetched it. The manifest keeps its main section (Multi-Release, Automatic-Module-Name).
+if command -v zip >/dev/null 2>&1 && command -v unzip >/dev/null 2>&1; then
+    for jar in "$out"/app/*.jar; do
+        signatures=$(unzip -Z1 "$jar" | grep -E '^META-INF/[^/]+\.(SF|DSA|RSA|EC)$' || true)
+        [ -n "$signatures" ] || continue
+        manifest=$(mktemp -d)
+        mkdir "$manifest/META-INF"
+        unzip -p "$jar" META-INF/MANIFEST.MF | tr -d '\r' | awk '/^$/ { exit } { print }' > "$manifest/META-INF/MANIFEST.MF"
+        # shellcheck disable=SC2086 # one entry name a word, none has blanks
+        zip -q -d "$jar" $signatures
+        ( cd "$manifest" && zip -q "$jar" META-INF/MANIFEST.MF )
+        rm -rf "$manifest"
+    done
+else
+    echo "link-image: $name: WARNING: no zip/unzip: signed jars stay signed (slower start, classes not cached)" >&2
+fi
 
 # 4. The AOT cache, trained by a run of this very image (same options, same relative paths).
 #    train.sh exits 75 when the image has nothing to train yet (no main class): the image is then
