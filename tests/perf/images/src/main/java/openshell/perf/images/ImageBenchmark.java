@@ -96,7 +96,11 @@ public final class ImageBenchmark {
         Map<String, Path> extraCaches = new LinkedHashMap<>();
         for (String variant : options.getOrDefault("--extra-cache", "").split(",")) {
             if (!variant.isBlank()) {
-                extraCaches.put(variant.substring(0, variant.indexOf('=')), Path.of(variant.substring(variant.indexOf('=') + 1)));
+                int eq = variant.indexOf('=');
+                if (eq <= 0 || eq == variant.length() - 1) {
+                    throw new IllegalArgumentException("--extra-cache takes LABEL=FILE[,LABEL=FILE...], not " + variant);
+                }
+                extraCaches.put(variant.substring(0, eq), Path.of(variant.substring(eq + 1)));
             }
         }
         Path work = Files.createTempDirectory(Path.of("/tmp"), "osimg");
