@@ -6,11 +6,12 @@
 # STAGING holds the application jars (app/) and, if the image uses JNA, libjnidispatch.so as
 # unpacked from the jna jar (jna-unpacked/com/sun/jna/linux-x86-64/); IMAGE_SRC holds
 # NAME.args (the JVM options and main module, paths relative to the image), train.sh (the
-# training run of the AOT cache, run in the image's directory with NAME and JAVA_HOME) and
-# jdk-modules.add (modules jdeps cannot see, with reasons).
+# training run of the AOT cache, run in the image's directory with NAME, JAVA_HOME, STAGING and
+# IMAGE_SRC), jdk-modules.add (modules jdeps cannot see, with reasons) and security-providers
+# (the JCA providers the image lists, in order).
 #
 # Steps: JDK modules from jdeps over every application jar (+ jdk-modules.add); jlink a runtime
-# of exactly those; strip libjvm's symbol table; app jars into app/, JNA's native library into
+# of exactly those; strip libjvm's symbol table; only the listed security providers; app jars into app/, JNA's native library into
 # lib/jna; train the AOT cache lib/NAME.aot by running the image; bin/NAME launcher.
 set -eu
 name=$1 jdk=$2 staging=$3 out=$4 src=$5
@@ -40,6 +41,23 @@ else
     echo "link-image: $name: WARNING: no strip (binutils); libjvm.so keeps ~5 MiB of symbols" >&2
 fi
 
+# 2b. Security providers: only those the program uses (security-providers, one name a line, in
+#     order). The JDK's list names providers of modules the image does not have (SunJGSS, XMLDSig,
+#     SunPCSC, SunPKCS11) or loads through ServiceLoader (SunSASL, JdkLDAP, JdkSASL); the first
+#     algorithm lookup that misses (the TLS handshake's named groups) walks them all, and
+#     ServiceLoader then instantiates every provider on the module path on the way:
+#     BouncyCastle's, ~370 classes and 0.3-0.5 s of start-up, never used as a provider.
+if [ -f "$src/security-providers" ]; then
+    providers=$(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$src/security-providers" | tr -d ' \t')
+    [ -n "$providers" ] || fail "security-providers lists no provider"
+    security="$out/conf/security/java.security"
+    grep -q '^security\.provider\.1=' "$security" || fail "no security.provider list in $security"
+    echo "$providers" | awk 'NR == FNR { list[++n] = $0; next }
+        /^security\.provider\.[0-9]+=/ { if (!done) { for (i = 1; i <= n; i++) print "security.provider." i "=" list[i]; done = 1 } next }
+        { print }' - "$security" > "$security.new"
+    mv "$security.new" "$security"
+fi
+
 # 3. The application: jars on the image's module path, JNA's native library where
 #    jna.boot.library.path points (never extracted to /tmp).
 mkdir -p "$out/app" "$out/conf"
@@ -49,13 +67,33 @@ if [ -f "$jna" ]; then
     cp "$jna" "$out/lib/jna/"
 fi
 cp "$src/$name.args" "$out/conf/$name.args"
+# Signed jars (BouncyCastle's) lose their signature in the image: at every start the JDK parses and
+# checks a signed jar's per-entry digest list (bcprov: an 820 KB manifest and a 790 KB .SF) on first
+# use, and the AOT cache never archives a class of a signed jar. Inside this image a signature
+# proves nothing (whoever can change a jar can change the launcher); Maven checked each artifact's
+# checksum when it fetched it. The manifest keeps its main section (Multi-Release, Automatic-Module-Name).
+if command -v zip >/dev/null 2>&1 && command -v unzip >/dev/null 2>&1; then
+    for jar in "$out"/app/*.jar; do
+        signatures=$(unzip -Z1 "$jar" | grep -E '^META-INF/[^/]+\.(SF|DSA|RSA|EC)$' || true)
+        [ -n "$signatures" ] || continue
+        manifest=$(mktemp -d)
+        mkdir "$manifest/META-INF"
+        unzip -p "$jar" META-INF/MANIFEST.MF | tr -d '\r' | awk '/^$/ { exit } { print }' > "$manifest/META-INF/MANIFEST.MF"
+        # shellcheck disable=SC2086 # one entry name a word, none has blanks
+        zip -q -d "$jar" $signatures
+        ( cd "$manifest" && zip -q "$jar" META-INF/MANIFEST.MF )
+        rm -rf "$manifest"
+    done
+else
+    echo "link-image: $name: WARNING: no zip/unzip: signed jars stay signed (slower start, classes not cached)" >&2
+fi
 
 # 4. The AOT cache, trained by a run of this very image (same options, same relative paths).
 #    train.sh exits 75 when the image has nothing to train yet (no main class): the image is then
 #    built without a cache, loudly; the launcher then passes no -XX:AOTCache (a missing
 #    cache file stops the JVM).
 status=0
-( cd "$out" && sh "$src/train.sh" "$name" "$jdk" ) || status=$?
+( cd "$out" && sh "$src/train.sh" "$name" "$jdk" "$staging" "$src" ) || status=$?
 if [ "$status" -eq 75 ]; then
     echo "link-image: $name: WARNING: NO AOT CACHE: train.sh found nothing to train (see its output)" >&2
 else

@@ -1,6 +1,28 @@
-# Training run of the sandbox image's AOT cache (sourced by jlink/link-image.sh in the image's
-# directory, NAME as $1): the runtime's health probe, --check, walks the startup path (probes,
-# resolver view, DNS relay) and ends by itself. It needs fresh network and mount namespaces,
-# as the process driver gives the runtime; unshare is a build-time tool, never in the image.
-name=$1
-exec unshare --user --map-root-user --net --mount bin/java -XX:AOTCacheOutput="lib/$name.aot" "@conf/$name.args" --check
+# Training run of the sandbox image's AOT cache (run by jlink/link-image.sh in the image's
+# directory: NAME, the build's JAVA_HOME, STAGING and IMAGE_SRC as $1-$4).
+#
+# OPENSHELL_SANDBOX_TRAINING (the build property openshell.sandbox.training) picks the run:
+#
+#   check (default)  the runtime's health probe, --check: the startup path (probes, resolver
+#                    view, DNS relay); it ends by itself. Needs fresh network and mount
+#                    namespaces (unshare, a build-time tool, never in the image). Cache ~20 MiB.
+#   serve            one sandbox launched by the process driver from this image and the
+#                    supervisor image (ServeTraining.java, build JDK): bundle, probes, TLS link,
+#                    attach, confirm, agent, exit. Needs root (the driver maps a uid range) and
+#                    the supervisor image. Cache ~37 MiB: the image is then ~103 MiB, over its
+#                    90 MiB budget (jlink/README.md, "AOT cache and its training").
+name=$1 jdk=$2 staging=$3 src=$4
+case ${OPENSHELL_SANDBOX_TRAINING:-check} in
+    check)
+        exec unshare --user --map-root-user --net --mount bin/java -XX:AOTCacheOutput="lib/$name.aot" "@conf/$name.args" --check ;;
+    serve)
+        [ "$(id -u)" = 0 ] || { echo "train.sh: $name: serve training needs root (the process driver)" >&2; exit 1; }
+        # Minting (BouncyCastle) runs in this build JVM and the protocol's client side in the
+        # supervisor's: only the runtime's own classes go into the sandbox image's cache.
+        exec "$jdk/bin/java" --module-path "$staging/app:$staging/training" --add-modules ALL-MODULE-PATH \
+            --add-exports openshell.protocol/openshell.protocol=ALL-UNNAMED \
+            "$src/ServeTraining.java" "$PWD" "$src/../../../openshell-supervisor/target/openshell-supervisor" "$name" ;;
+    *)
+        echo "train.sh: $name: unknown OPENSHELL_SANDBOX_TRAINING=$OPENSHELL_SANDBOX_TRAINING (check or serve)" >&2
+        exit 1 ;;
+esac

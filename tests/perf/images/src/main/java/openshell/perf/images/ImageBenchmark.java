@@ -28,8 +28,15 @@ import java.util.stream.Stream;
  * is recorded too.
  *
  * <pre>
- *   ImageBenchmark --mode smoke|full --sandbox DIR --supervisor DIR --out FILE
+ *   ImageBenchmark --mode smoke|full --sandbox DIR --supervisor DIR --out FILE [--extra-cache LABEL=FILE,...]
  * </pre>
+ *
+ * <p>As root it also launches sandboxes through the process driver, from both images, as the
+ * gateway does: the runtime's start to serving (its {@code "serving":true} line, and the
+ * supervisor's ready line after attach, confirm and the agent) with the image's AOT cache, without
+ * one and with each {@code --extra-cache} (an AOT cache file trained otherwise, for comparison),
+ * interleaved; and the resident memory of the runtime and the supervisor of one idle sandbox
+ * with one agent ({@code /bin/sleep}).
  */
 public final class ImageBenchmark {
     /** Timed start-ups per variant in a smoke run (seconds, in {@code verify}). */
@@ -45,6 +52,9 @@ public final class ImageBenchmark {
     static final double SUPERVISOR_BUDGET_MIB = 130;
     static final double READY_BUDGET_MS = 400;
     static final double SANDBOX_RSS_BUDGET_MIB = 64;
+    static final double SUPERVISOR_RSS_BUDGET_MIB = 128;
+    /** How long one idle sandbox (one sleeping agent) settles before the resident sets are read. */
+    static final Duration PAIR_SETTLE = Duration.ofSeconds(5);
     /** Fresh user, network and mount namespaces, as the process driver gives the runtime. */
     static final List<String> FENCED = List.of("/usr/bin/unshare", "--user", "--map-root-user", "--net", "--mount");
 
@@ -82,16 +92,43 @@ public final class ImageBenchmark {
         startUps(json, sandbox, runs);
         json.close();
 
-        json.object("idle_rss_mib");
-        double rss = idleRss(sandbox);
-        json.object("openshell-sandbox").field("value", rss).field("budget", SANDBOX_RSS_BUDGET_MIB)
-                .field("within_budget", rss <= SANDBOX_RSS_BUDGET_MIB)
-                .field("what", "launcher, AOT cache, runtime waiting for its launch bundle (no agent yet)").close();
-        json.object("openshell-supervisor").field("value", (String) null)
-                .field("what", Files.exists(supervisor.resolve("lib/openshell-supervisor.aot"))
-                        ? "not measured: needs SupervisorMain's command line (tests/perf/README.md)"
-                        : "not measured: openshell.supervisor.SupervisorMain is not in this build").close();
-        json.close();
+        boolean root = "root".equals(System.getProperty("user.name"));
+        Map<String, Path> extraCaches = new LinkedHashMap<>();
+        for (String variant : options.getOrDefault("--extra-cache", "").split(",")) {
+            if (!variant.isBlank()) {
+                int eq = variant.indexOf('=');
+                if (eq <= 0 || eq == variant.length() - 1) {
+                    throw new IllegalArgumentException("--extra-cache takes LABEL=FILE[,LABEL=FILE...], not " + variant);
+                }
+                extraCaches.put(variant.substring(0, eq), Path.of(variant.substring(eq + 1)));
+            }
+        }
+        Path work = Files.createTempDirectory(Path.of("/tmp"), "osimg");
+        try {
+            Files.setPosixFilePermissions(work, java.nio.file.attribute.PosixFilePermissions.fromString("rwx--x--x"));
+            json.object("sandbox_serving_ms");
+            if (root) {
+                servingStartUps(json, work, sandbox, supervisor, runs, extraCaches);
+            } else {
+                json.field("not_measured", "needs root: the process driver maps a private uid range per sandbox");
+            }
+            json.close();
+
+            json.object("idle_rss_mib");
+            double rss = idleRss(sandbox);
+            json.object("openshell-sandbox-waiting").field("value", rss)
+                    .field("what", "launcher, AOT cache, runtime waiting for its launch bundle (no agent)").close();
+            if (root) {
+                pairRss(json, work, sandbox, supervisor);
+            } else {
+                json.field("not_measured", "one sandbox with an agent needs root (the process driver)");
+            }
+            json.close();
+        } finally {
+            try (Stream<Path> all = Files.walk(work)) {
+                all.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            }
+        }
         json.field("load_after", loadAverage());
         json.close();
         Files.createDirectories(out.toAbsolutePath().getParent());
@@ -175,6 +212,84 @@ public final class ImageBenchmark {
     }
 
     /**
+     * Start to serving through the process driver, the variants interleaved: the image's launcher
+     * (its AOT cache), the image without a cache, and each extra cache.
+     */
+    static void servingStartUps(Json json, Path work, Path sandbox, Path supervisor, int runs, Map<String, Path> extraCaches)
+            throws Exception {
+        Map<String, Path> launchers = new LinkedHashMap<>();
+        launchers.put("with_aot_cache", sandbox.resolve("bin/openshell-sandbox"));
+        launchers.put("without_aot_cache", SandboxPair.launcher(work, sandbox, java.util.Optional.empty(), "no-cache"));
+        for (Map.Entry<String, Path> extra : extraCaches.entrySet()) {
+            launchers.put("with_" + extra.getKey(), SandboxPair.launcher(work, sandbox, java.util.Optional.of(extra.getValue().toRealPath()),
+                    "cache-" + extra.getKey()));
+        }
+        Path supervisorLauncher = supervisor.resolve("bin/openshell-supervisor");
+        Path java = sandbox.resolve("bin/java");
+        Map<String, List<SandboxPair.Times>> times = new LinkedHashMap<>();
+        launchers.keySet().forEach(k -> times.put(k, new ArrayList<>()));
+        json.field("load_before", loadAverage());
+        // One untimed round: the page cache, not the image, is what a first run measures.
+        for (int i = -1; i < runs; i++) {
+            for (Map.Entry<String, Path> launcher : launchers.entrySet()) {
+                try (SandboxPair pair = SandboxPair.launch(work, supervisorLauncher, launcher.getValue(), List.of("/bin/sleep", "600"))) {
+                    SandboxPair.Times t = pair.awaitReady(java);
+                    if (i >= 0) {
+                        times.get(launcher.getKey()).add(t);
+                    }
+                }
+            }
+        }
+        for (Map.Entry<String, List<SandboxPair.Times>> variant : times.entrySet()) {
+            List<SandboxPair.Times> all = variant.getValue();
+            json.object(variant.getKey());
+            percentiles(json, "serving", all.stream().mapToDouble(SandboxPair.Times::servingMillis).toArray(), READY_BUDGET_MS);
+            percentiles(json, "supervisor_ready", all.stream().mapToDouble(SandboxPair.Times::readyMillis).toArray(), Double.NaN);
+            percentiles(json, "cpu_at_serving", all.stream().mapToDouble(SandboxPair.Times::runtimeCpuMillis).toArray(), Double.NaN);
+            percentiles(json, "driver_create", all.stream().mapToDouble(SandboxPair.Times::createMillis).toArray(), Double.NaN);
+            json.close();
+        }
+        json.field("load_after", loadAverage());
+    }
+
+    /** Resident sets of one idle sandbox with one agent, launched from the images by the process driver. */
+    static void pairRss(Json json, Path work, Path sandbox, Path supervisor) throws Exception {
+        try (SandboxPair pair = SandboxPair.launch(work, supervisor.resolve("bin/openshell-supervisor"),
+                sandbox.resolve("bin/openshell-sandbox"), List.of("/bin/sleep", "600"))) {
+            pair.awaitReady(sandbox.resolve("bin/java"));
+            Thread.sleep(PAIR_SETTLE);
+            ProcessHandle runtime = pair.process(sandbox.resolve("bin/java"))
+                    .orElseThrow(() -> new IllegalStateException("no runtime JVM" + pair.dump()));
+            ProcessHandle supervisorJvm = pair.process(supervisor.resolve("bin/java"))
+                    .orElseThrow(() -> new IllegalStateException("no supervisor JVM" + pair.dump()));
+            double runtimeRss = rss(runtime.pid());
+            double supervisorRss = rss(supervisorJvm.pid());
+            json.object("openshell-sandbox").field("value", runtimeRss).field("budget", SANDBOX_RSS_BUDGET_MIB)
+                    .field("within_budget", runtimeRss <= SANDBOX_RSS_BUDGET_MIB)
+                    .field("what", "the runtime's JVM, one idle sandbox with one agent (/bin/sleep), " + PAIR_SETTLE.toSeconds()
+                            + " s after the supervisor's ready line").close();
+            json.object("openshell-supervisor").field("value", supervisorRss).field("budget", SUPERVISOR_RSS_BUDGET_MIB)
+                    .field("within_budget", supervisorRss <= SUPERVISOR_RSS_BUDGET_MIB)
+                    .field("what", "the supervisor's JVM of the same sandbox").close();
+            // The runtime's helpers (its workload launcher) and the agent, apart: not the runtime's budget.
+            json.object("runtime_descendants");
+            for (ProcessHandle p : runtime.descendants().toList()) {
+                json.field(p.pid() + " " + p.info().command().map(c -> Path.of(c).getFileName().toString()).orElse("?"), rss(p.pid()));
+            }
+            json.close();
+        }
+    }
+
+    private static double rss(long pid) throws IOException {
+        for (String line : Files.readAllLines(Path.of("/proc", Long.toString(pid), "status"))) {
+            if (line.startsWith("VmRSS:")) {
+                return round(Long.parseLong(line.replaceAll("\\D", "")) / 1024.0);
+            }
+        }
+        throw new IllegalStateException("no VmRSS for " + pid);
+    }
+
+    /**
      * One start-up.
      *
      * @param wallMillis start to the ready line (or exit)
@@ -184,7 +299,7 @@ public final class ImageBenchmark {
     }
 
     /** User + system time of a live process, from /proc/PID/stat; NaN if it is gone. */
-    private static double cpuMillis(long pid) {
+    static double cpuMillis(long pid) {
         try {
             String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
             String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
