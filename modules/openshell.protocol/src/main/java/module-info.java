@@ -96,6 +96,8 @@
  *     so a stalled relay holds at most this many messages and never the link's reader</td></tr>
  * <tr><td>CreditedStream.MAX_CHUNK_BYTES</td><td>16 KiB</td><td>relay and process-I/O senders</td>
  *     <td>a larger payload fails the stream on receipt</td></tr>
+ * <tr><td>CreditedStream.FRAME_CHUNK_BYTES</td><td>16,376 bytes</td><td>the runtime's relay reader</td>
+ *     <td>a chunk of it makes a message of exactly one MAX_FRAME_BYTES frame</td></tr>
  * <tr><td>CREDITED_STREAM_WINDOW_BYTES</td><td>512 KiB</td><td>supervisor (WINDOW_UPDATE when a Relay or
  *     AttachProcess call opens)</td><td>holds MAX_IN_FLIGHT messages of MAX_CHUNK_BYTES with their framing,
  *     so the runtime's sender waits on credits, never on Helidon's flow control (which fails a write

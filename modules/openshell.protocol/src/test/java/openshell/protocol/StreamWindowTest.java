@@ -81,6 +81,22 @@ class StreamWindowTest {
     }
 
     @Test
+    void aFrameChunkMakesAMessageOfExactlyOneFrame() {
+        for (int chunk : new int[] {CreditedStream.FRAME_CHUNK_BYTES, CreditedStream.FRAME_CHUNK_BYTES + 1}) {
+            ByteString data = ByteString.copyFrom(new byte[chunk]);
+            int relay = 5 + RelayDown.newBuilder().setData(data).build().getSerializedSize();
+            int up = 5 + RelayUp.newBuilder().setData(data).build().getSerializedSize();
+            int stdout = 5 + ProcessOutput.newBuilder().setStdout(data).build().getSerializedSize();
+            boolean oneFrame = chunk == CreditedStream.FRAME_CHUNK_BYTES;
+            assertEquals(oneFrame, relay == ProtocolLimits.MAX_FRAME_BYTES, "RelayDown of " + chunk + ": " + relay);
+            assertEquals(oneFrame, up == ProtocolLimits.MAX_FRAME_BYTES, "RelayUp of " + chunk + ": " + up);
+            assertEquals(oneFrame, stdout == ProtocolLimits.MAX_FRAME_BYTES, "ProcessOutput of " + chunk + ": " + stdout);
+            assertEquals(!oneFrame, relay > ProtocolLimits.MAX_FRAME_BYTES);
+        }
+        assertTrue(CreditedStream.FRAME_CHUNK_BYTES <= CreditedStream.MAX_CHUNK_BYTES);
+    }
+
+    @Test
     void onlyWindowUpdatesAreRecognised() {
         // Helidon writes a frame as its header and its payload joined in one buffer.
         BufferData stream = BufferData.create(BufferData.create(new byte[] {0, 0, 4, 8, 0, 0, 0, 1, 3}),
