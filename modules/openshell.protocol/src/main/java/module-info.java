@@ -110,6 +110,19 @@
  *     so a stalled relay holds at most this many messages and never the link's reader</td></tr>
  * <tr><td>CreditedStream.MAX_CHUNK_BYTES</td><td>16 KiB</td><td>relay and process-I/O senders</td>
  *     <td>a larger payload fails the stream on receipt</td></tr>
+ * <tr><td>CreditedStream.FRAME_CHUNK_BYTES</td><td>16,376 bytes</td><td>the runtime's relay reader</td>
+ *     <td>a chunk of it makes a message of exactly one MAX_FRAME_BYTES frame</td></tr>
+ * <tr><td>CREDITED_STREAM_WINDOW_BYTES</td><td>512 KiB</td><td>supervisor (WINDOW_UPDATE when a Relay or
+ *     AttachProcess call opens)</td><td>holds MAX_IN_FLIGHT messages of MAX_CHUNK_BYTES with their framing,
+ *     so the runtime's sender waits on credits, never on Helidon's flow control (which fails a write
+ *     after 100 ms without a window update); other calls keep the HTTP/2 default of 64 KiB</td></tr>
+ * <tr><td>LINK_WINDOW_BYTES</td><td>16 MiB</td><td>every client connection (WINDOW_UPDATE after the
+ *     preface)</td><td>what all streams together may have in flight towards the client; each
+ *     stream stays bounded by its own window</td></tr>
+ * <tr><td>StreamWindows.RETURN_DIVISOR</td><td>4</td><td>every client connection</td>
+ *     <td>read bytes go back to a stream's or the connection's window once a quarter of it gathered
+ *     (the calls return windows themselves: Helidon 4.1.7's client lost a stream's updates while a
+ *     newer stream was open)</td></tr>
  * <tr><td>MAX_FRAME_BYTES</td><td>16 KiB</td><td>both ends</td>
  *     <td>bulk data is split so one frame never holds the writer long</td></tr>
  * <tr><td>MAX_PRE_AUTH_STREAMS</td><td>16</td><td>runtime link</td>

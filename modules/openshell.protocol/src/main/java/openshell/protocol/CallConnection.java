@@ -37,6 +37,7 @@ final class CallConnection {
     private final Http2ClientConnection connection;
     private final DataWriter frames;
     private final ForgottenStreamTap tap;
+    private final StreamWindows windows;
     private final Channel channel;
     private final Supplier<Optional<String>> bearer;
     private final String authority;
@@ -67,6 +68,7 @@ final class CallConnection {
         this.connection = opened.connection();
         this.frames = opened.writer();
         this.tap = opened.tap();
+        this.windows = opened.windows();
         this.channel = new LinkChannel(new Host());
     }
 
@@ -94,6 +96,11 @@ final class CallConnection {
     /** @return frames dropped so far because their stream was already closed */
     long framesForClosedStreams() {
         return tap.framesDropped();
+    }
+
+    /** @return bytes read on the connection and not yet given back to its window */
+    int connectionUnreturned() {
+        return windows.connectionUnreturned();
     }
 
     /**
@@ -193,6 +200,11 @@ final class CallConnection {
         @Override
         public void forget(int streamId) {
             tap.forget(streamId);
+        }
+
+        @Override
+        public StreamWindows windows() {
+            return windows;
         }
     }
 }

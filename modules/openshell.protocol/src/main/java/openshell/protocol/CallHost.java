@@ -62,4 +62,7 @@ interface CallHost {
      * @param streamId the stream
      */
     void forget(int streamId);
+
+    /** @return where calls give their streams' receive windows back */
+    StreamWindows windows();
 }

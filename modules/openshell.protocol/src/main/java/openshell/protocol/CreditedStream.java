@@ -45,6 +45,13 @@ public final class CreditedStream<I, O> {
     public static final int MAX_IN_FLIGHT = 31;
     /** Largest payload of one credited message (bytes): a relay or stdio chunk. */
     public static final int MAX_CHUNK_BYTES = 16 * 1024;
+    /**
+     * Largest chunk a bulk sender reads for one message (bytes): with the gRPC prefix (5 bytes) and
+     * the protobuf tag (1) and length (2) the message fills one HTTP/2 frame of
+     * {@link ProtocolLimits#MAX_FRAME_BYTES} exactly; a {@link #MAX_CHUNK_BYTES} chunk takes a
+     * second frame of 9 bytes (a TLS record, a write and a wake-up of the peer's reader more).
+     */
+    public static final int FRAME_CHUNK_BYTES = ProtocolLimits.MAX_FRAME_BYTES - 8;
     /** A receiver grants back at once when this many delivered messages are unacknowledged. */
     static final int GRANT_BATCH = 8;
     private static final Duration POLL = Duration.ofMillis(200);

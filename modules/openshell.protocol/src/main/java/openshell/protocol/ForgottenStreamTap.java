@@ -16,8 +16,8 @@ import java.util.function.Supplier;
  * its trailers, or answers data that crossed a reset.
  *
  * <p>So: a WINDOW_UPDATE or RST_STREAM for a forgotten stream is dropped, and a DATA frame
- * for one is dropped and its length given back to the connection window at once (the bytes
- * were received; nobody will read them). Every other byte passes unchanged. HEADERS are never
+ * for one is dropped and its length counted for the connection window, given back with the
+ * next batch ({@link StreamWindows}; the bytes were received, nobody will read them). Every other byte passes unchanged. HEADERS are never
  * dropped: the header compression state needs every block; the calls keep a stream known
  * until its END_STREAM arrived, so none follows.
  *
@@ -37,7 +37,7 @@ final class ForgottenStreamTap extends FrameTap {
 
     /**
      * @param source           the connection's plaintext bytes, as the server sent them
-     * @param connectionCredit writes a connection-level WINDOW_UPDATE of the given increment
+     * @param connectionCredit counts dropped bytes for the connection window
      */
     ForgottenStreamTap(Supplier<byte[]> source, IntConsumer connectionCredit) {
         super(source, 0);

@@ -31,8 +31,10 @@ final class Http2Connections {
      * @param connection the connection (preface and settings sent)
      * @param writer     the one writer of every frame (Helidon writes each frame as one call)
      * @param tap        where a call tells that its stream is closed, so late frames for it are dropped
+     * @param windows    where a call gives its stream's receive window back (see {@link StreamWindows})
      */
-    record Opened(Http2ClientImpl client, Http2ClientConnection connection, DataWriter writer, ForgottenStreamTap tap) {
+    record Opened(Http2ClientImpl client, Http2ClientConnection connection, DataWriter writer, ForgottenStreamTap tap,
+                  StreamWindows windows) {
     }
 
     /**
@@ -56,6 +58,9 @@ final class Http2Connections {
                 .shareConnectionCache(false)
                 .executor(executor));
         SocketWriter socketWriter = SocketWriter.create(socket);
+        // Helidon's own WINDOW_UPDATEs are dropped here: the calls give the windows back themselves
+        // (StreamWindows). Helidon 4.1.7 skips (and so loses) the update of a stream whenever a
+        // newer stream is open, so a long-lived stream's window ran dry for good.
         DataWriter writer = new DataWriter() {
             @Override
             public synchronized void write(BufferData... buffers) {
@@ -64,7 +69,9 @@ final class Http2Connections {
 
             @Override
             public synchronized void write(BufferData buffer) {
-                socketWriter.write(buffer);
+                if (!StreamWindows.isWindowUpdate(buffer)) {
+                    socketWriter.write(buffer);
+                }
             }
 
             @Override
@@ -77,7 +84,12 @@ final class Http2Connections {
                 socketWriter.writeNow(buffer);
             }
         };
-        ForgottenStreamTap tap = new ForgottenStreamTap(socket, increment -> writer.write(connectionWindowUpdate(increment)));
+        StreamWindows windows = new StreamWindows(frame -> {
+            synchronized (writer) {
+                socketWriter.write(frame);
+            }
+        }, ProtocolLimits.LINK_WINDOW_BYTES);
+        ForgottenStreamTap tap = new ForgottenStreamTap(socket, windows::connectionRead);
         DataReader reader = new DataReader(tap);
         ClientConnection clientConnection = new ClientConnection() {
             @Override
@@ -110,12 +122,9 @@ final class Http2Connections {
                 onClose.run();
             }
         };
-        return new Opened(client, Http2ClientConnection.create(client, clientConnection, true), writer, tap);
-    }
-
-    // WINDOW_UPDATE (type 0x8) on stream 0: length 4, no flags, the 31-bit increment.
-    private static BufferData connectionWindowUpdate(int increment) {
-        return BufferData.create(new byte[] {0, 0, 4, 0x8, 0, 0, 0, 0, 0, (byte) (increment >>> 24 & 0x7f),
-            (byte) (increment >>> 16), (byte) (increment >>> 8), (byte) increment});
+        Http2ClientConnection connection = Http2ClientConnection.create(client, clientConnection, true);
+        // The preface is out (create waits for it): widen the connection window past the default.
+        windows.open();
+        return new Opened(client, connection, writer, tap, windows);
     }
 }

@@ -29,6 +29,7 @@ import io.helidon.http.http2.Http2FrameData;
 import io.helidon.http.http2.Http2Headers;
 import io.helidon.http.http2.Http2Settings;
 import io.helidon.http.http2.Http2StreamState;
+import io.helidon.http.http2.WindowSize;
 import io.helidon.webclient.http2.Http2ClientStream;
 import io.helidon.webclient.http2.Http2StreamConfig;
 import io.helidon.webclient.http2.StreamTimeoutException;
@@ -59,6 +60,14 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
         }
     };
 
+    /**
+     * Calls whose runtime side sends under {@link CreditedStream} message credits: their stream
+     * starts with {@link ProtocolLimits#CREDITED_STREAM_WINDOW_BYTES}, room for every credit.
+     */
+    private static final java.util.Set<String> CREDITED = java.util.Set.of(
+            openshell.protocol.wire.SandboxRuntimeGrpc.getRelayMethod().getFullMethodName(),
+            openshell.protocol.wire.SandboxRuntimeGrpc.getAttachProcessMethod().getFullMethodName());
+
     private final CallHost link;
     private final MethodDescriptor<Q, R> method;
     private final Semaphore demand = new Semaphore(0);
@@ -70,6 +79,8 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
     private final Object writeLock = new Object();
     private volatile Listener<R> listener;
     private volatile CallStream stream;
+    // set before the reader starts; used by the reader thread only
+    private StreamWindows.Stream window;
 
     private final CallOptions options;
     private final CallbackQueue callbacks;
@@ -137,6 +148,8 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
             synchronized (writeLock) {
                 opened.writeHeaders(http2, false);
             }
+            window = link.windows().stream(opened.streamId(), CREDITED.contains(method.getFullMethodName())
+                    ? ProtocolLimits.CREDITED_STREAM_WINDOW_BYTES : WindowSize.DEFAULT_WIN_SIZE);
         } catch (RuntimeException e) {
             CallStream failed = stream;
             if (failed != null) {
@@ -285,8 +298,12 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
                 } catch (StreamTimeoutException e) {
                     continue;
                 }
-                if (frame != null && (frame.header().flags() & Http2Flag.END_OF_STREAM) != 0) {
-                    break;
+                if (frame != null) {
+                    // The call is over: the stream's window stays, the connection's comes back.
+                    link.windows().connectionRead(frame.header().length());
+                    if ((frame.header().flags() & Http2Flag.END_OF_STREAM) != 0) {
+                        break;
+                    }
                 }
             }
         } catch (RuntimeException e) {
@@ -294,6 +311,12 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
         } finally {
             opened.close();
         }
+    }
+
+    // Read bytes go back to the windows on reading, not on delivery: message credits bound what
+    // waits for the application.
+    private void read(Http2FrameData frame) {
+        window.read(frame.header().length(), (frame.header().flags() & Http2Flag.END_OF_STREAM) != 0);
     }
 
     private static boolean endedByRuntime(CallStream opened) {
@@ -341,8 +364,11 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
                 pending = append(pending, frame.data().readBytes());
                 pending = deliver(pending);
                 if (pending == null) {
+                    // The call ended here (a reset follows): only the connection gets these bytes back.
+                    link.windows().connectionRead(frame.header().length());
                     return;
                 }
+                read(frame);
             }
         } catch (RuntimeException e) {
             // A closed link interrupts its readers: say why it closed, not how the read ended.

@@ -39,6 +39,21 @@ public final class ProtocolLimits {
     public static final int MAX_CONTROL_MESSAGE_BYTES = 1024 * 1024;
     /** HTTP/2 initial stream window: what one relay stream may have in flight (bytes). */
     public static final int STREAM_WINDOW_BYTES = 1024 * 1024;
+    /**
+     * The receive window the supervisor gives each credited stream (Relay, AttachProcess) of a
+     * link (bytes): it holds {@link CreditedStream#MAX_IN_FLIGHT} messages of
+     * {@link CreditedStream#MAX_CHUNK_BYTES} with their framing, so the runtime's sender waits
+     * on message credits and never on HTTP/2 flow control. Helidon 4.1.7's writer polls for a
+     * window update (50 ms sleeps) and fails the stream after 100 ms without one; at the HTTP/2
+     * default of 64 KiB a bulk relay stopped every four messages and broke under load.
+     */
+    public static final int CREDITED_STREAM_WINDOW_BYTES = 512 * 1024;
+    /**
+     * The connection-level receive window of a client connection (bytes): what all of its
+     * streams together may have in flight towards it. At the HTTP/2 default (64 KiB) the whole
+     * link carried less than one relay's credit; each stream stays bounded by its own window.
+     */
+    public static final int LINK_WINDOW_BYTES = 16 * 1024 * 1024;
     /** HTTP/2 frame size: bounds how long one bulk frame holds the connection writer. */
     public static final int MAX_FRAME_BYTES = 16 * 1024;
     /**

@@ -602,7 +602,8 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
 
             private void pumpDown(ByteChannel relayed, String id, CreditedStream<RelayUp, RelayDown> stream) {
                 Thread.ofVirtual().name("relay-" + id).start(() -> {
-                    byte[] buffer = new byte[CreditedStream.MAX_CHUNK_BYTES];
+                    // One message per HTTP/2 frame: a full MAX_CHUNK_BYTES message would take two.
+                    byte[] buffer = new byte[CreditedStream.FRAME_CHUNK_BYTES];
                     try {
                         InputStream in = relayed.input();
                         int n;

@@ -34,6 +34,7 @@ import java.util.function.Function;
  *   SandboxBenchmark --mode smoke|full --osperf FILE --cli-lib DIR --cli-jar JAR
  *       --supervisor-launcher FILE --runtime-launcher FILE --out FILE
  *       [--results-md FILE] [--decision-json FILE] [--only s1,s2] [--merge EARLIER.json] [--keep true]
+ *       [--connect-ops N] [--rr-ops N] [--dns-ops N] [--stream-mib N] [--stream-conns 1,8]
  *   SandboxBenchmark --from SUBSET.json --only s1,s2 --merge EARLIER.json --out FILE [--results-md FILE]
  * </pre>
  */
@@ -411,7 +412,9 @@ public final class SandboxBenchmark {
         }
         if (selected("tcp-stream")) {
             agentSide = true;
-            for (int c : new int[] {1, 8}) {
+            int[] connections = Arrays.stream(options.getOrDefault("--stream-conns", "1,8").split(","))
+                    .mapToInt(Integer::parseInt).toArray();
+            for (int c : connections) {
                 ab("tcp-stream", c + (c == 1 ? " connection" : " connections"), side -> List.of("stream", address, str(sinkPort),
                         str(count("--stream-mib", (int) ((full ? STREAM_BYTES : STREAM_BYTES / 64) >> 20)) * 1048576L), str(c)), c == 1 ? STREAM_RATIO : Double.NaN);
             }
