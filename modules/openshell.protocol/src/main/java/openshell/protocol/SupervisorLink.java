@@ -50,9 +50,16 @@ public final class SupervisorLink implements AutoCloseable {
         } catch (IOException e) {
             closeQuietly(socket);
             throw new ProtocolException(Refusal.TRANSPORT_FAILED, "TLS to " + pin.serverName() + " failed", e);
-        } catch (RuntimeException e) {
+        } catch (ProtocolException e) {
             closeQuietly(socket);
             throw e;
+        } catch (RuntimeException e) {
+            // Helidon's connection set-up (the HTTP/2 preface and settings) fails with its own unchecked
+            // exceptions when the runtime has already given the link up (its handshake timeout, a cold
+            // JVM on a loaded machine): a transport failure, which callers answer by taking the next link.
+            closeQuietly(socket);
+            throw new ProtocolException(Refusal.TRANSPORT_FAILED, "the link to " + pin.serverName()
+                    + " failed while it was set up: " + e.getMessage(), e);
         }
     }
 

@@ -1,5 +1,6 @@
 package openshell.protocol;
 
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.cert.X509Certificate;
@@ -79,6 +80,36 @@ class LinkSecurityTest {
         } finally {
             Files.deleteIfExists(socket);
             Files.deleteIfExists(directory);
+        }
+    }
+
+    /**
+     * A runtime that gives the link up right after TLS (its handshake timeout passed while a cold
+     * supervisor was slow) fails the supervisor's connect as TRANSPORT_FAILED, the refusal its
+     * callers answer by taking the runtime's next dial, not with Helidon's own exception.
+     */
+    @Test
+    void aLinkClosedRightAfterTlsIsATransportFailure() throws Exception {
+        LaunchTls tls = LaunchTls.issue("session-1");
+        TokenIssuer issuer = TokenIssuer.generate(Launch.ISSUER, "k", Clock.systemUTC());
+        try (java.nio.channels.ServerSocketChannel server = java.nio.channels.ServerSocketChannel.open()
+                .bind(new java.net.InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), 0))) {
+            Thread runtime = Thread.ofVirtual().start(() -> {
+                try (ChannelSocket socket = new ChannelSocket(server.accept())) {
+                    LinkSecurity.serve(tls.runtime().sslContext(), tls.runtime().serverName(), socket).close();
+                } catch (IOException e) {
+                    // the supervisor saw it fail either way
+                }
+            });
+            SupervisorEndpoint supervisor = SupervisorEndpoint.builder()
+                    .transport(Transport.tcp((java.net.InetSocketAddress) server.getLocalAddress()))
+                    .initiator(Initiator.SUPERVISOR)
+                    .pin(tls.pin())
+                    .tokens(new TokenSlot(issuer.mintPair(Launch.grant(), 1), Clock.systemUTC()))
+                    .build();
+            ProtocolException refused = assertThrows(ProtocolException.class, supervisor::connect);
+            assertEquals(Refusal.TRANSPORT_FAILED, refused.refusal(), refused.toString());
+            runtime.join(java.time.Duration.ofSeconds(30));
         }
     }
 }
