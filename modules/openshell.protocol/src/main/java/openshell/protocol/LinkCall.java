@@ -290,7 +290,9 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
     private void drainThenForget(CallStream opened) {
         long graceEnds = System.nanoTime() + ProtocolLimits.RESET_GRACE.toNanos();
         try {
-            while (link.isOpen() && !opened.trailers().isDone() && !endedByRuntime(opened)
+            // After our reset, Helidon's client marks the stream CLOSED itself: that is not the runtime's
+            // end, whose status may still be on its way (and would fail the link once forgotten).
+            while (link.isOpen() && !opened.trailers().isDone() && !(endedByRuntime(opened) && !resetSent.get())
                     && !(resetSent.get() && System.nanoTime() - graceEnds > 0)) {
                 Http2FrameData frame;
                 try {

@@ -114,6 +114,77 @@ class LateFrameTest {
         }
     }
 
+    private static final MethodDescriptor<byte[], byte[]> TALK = MethodDescriptor.<byte[], byte[]>newBuilder()
+            .setType(MethodDescriptor.MethodType.BIDI_STREAMING)
+            .setFullMethodName("test.Raw/Talk")
+            .setRequestMarshaller(BYTES)
+            .setResponseMarshaller(BYTES)
+            .build();
+
+    /**
+     * The supervisor resets a call whose upload is still open (a relay it closes); the runtime's
+     * status crossed the reset. Helidon's client marks a stream it reset CLOSED at once, and a call
+     * that took that for the runtime's end forgot the stream before the trailers came: Helidon then
+     * failed the whole link on HEADERS for a stream it no longer knew (the tcp-connect benchmark's
+     * lost links). The call must keep the stream until the runtime's END_STREAM (or RESET_GRACE).
+     */
+    @Test
+    void trailersThatCrossedAResetDoNotCloseTheLink() throws Exception {
+        try (ServerSocket listener = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+             ExecutorService callers = Executors.newVirtualThreadPerTaskExecutor()) {
+            Socket client = new Socket(InetAddress.getLoopbackAddress(), listener.getLocalPort());
+            CallConnection calls = new CallConnection("crossed-reset", PlainSocket.client(client, "crossed-reset"), 8,
+                    Optional::empty, "runtime:1", "http", reason -> close(client));
+            try (Socket peer = listener.accept()) {
+                peer.setSoTimeout((int) WAIT.toMillis());
+                DataInputStream in = new DataInputStream(peer.getInputStream());
+                OutputStream out = peer.getOutputStream();
+                in.readFully(new byte[24]);
+                out.write(frame(SETTINGS, 0, 0, new byte[0]));
+
+                io.grpc.ClientCall<byte[], byte[]> talk = calls.channel().newCall(TALK, CallOptions.DEFAULT);
+                CompletableFuture<io.grpc.Status> ended = new CompletableFuture<>();
+                talk.start(new io.grpc.ClientCall.Listener<>() {
+                    @Override
+                    public void onClose(io.grpc.Status status, io.grpc.Metadata trailers) {
+                        ended.complete(status);
+                    }
+                }, new io.grpc.Metadata());
+                talk.request(1);
+                talk.sendMessage("hello".getBytes(StandardCharsets.UTF_8));
+                // The peer sees the call open, then the client's reset.
+                boolean opened = false;
+                while (true) {
+                    Frame frame = Frame.read(in);
+                    if (frame.type() == SETTINGS && (frame.flags() & 0x1) == 0) {
+                        out.write(frame(SETTINGS, 0x1, 0, new byte[0]));
+                    }
+                    if (frame.streamId() == 1 && frame.type() == HEADERS && !opened) {
+                        opened = true;
+                        talk.cancel("the relay closed", null);
+                    }
+                    if (frame.streamId() == 1 && frame.type() == RST_STREAM) {
+                        break;
+                    }
+                }
+                assertEquals(io.grpc.Status.Code.CANCELLED, ended.get(WAIT.toSeconds(), TimeUnit.SECONDS).getCode());
+                // What the runtime had sent before it saw the reset: its headers and its status.
+                out.write(frame(HEADERS, END_HEADERS, 1, headerBlock(
+                        new byte[] {(byte) 0x88}, literal("content-type", "application/grpc"))));
+                out.write(frame(HEADERS, END_HEADERS | END_STREAM, 1, headerBlock(literal("grpc-status", "1"))));
+                out.flush();
+
+                CompletableFuture<byte[]> next = CompletableFuture.supplyAsync(() -> echo(calls, "next"), callers);
+                answer(in, out, 3, "after");
+                assertArrayEquals("after".getBytes(StandardCharsets.UTF_8), next.get(WAIT.toSeconds(), TimeUnit.SECONDS));
+                assertTrue(calls.isOpen(), "the link must outlive a status that crossed a reset, closed for "
+                        + calls.closedFor());
+            } finally {
+                calls.close(Refusal.TRANSPORT_FAILED);
+            }
+        }
+    }
+
     private static byte[] echo(CallConnection calls, String request) {
         return ClientCalls.blockingUnaryCall(calls.channel(), ECHO, CallOptions.DEFAULT.withDeadlineAfter(
                 WAIT.toSeconds(), TimeUnit.SECONDS), request.getBytes(StandardCharsets.UTF_8));
