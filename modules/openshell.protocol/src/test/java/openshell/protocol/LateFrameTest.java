@@ -70,47 +70,37 @@ class LateFrameTest {
 
     @Test
     void lateFramesForAClosedStreamNeitherCloseTheLinkNorLeakItsWindow() throws Exception {
-        try (ServerSocket listener = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
-             ExecutorService callers = Executors.newVirtualThreadPerTaskExecutor()) {
-            Socket client = new Socket(InetAddress.getLoopbackAddress(), listener.getLocalPort());
-            CallConnection calls = new CallConnection("late-frames", PlainSocket.client(client, "late-frames"), 8,
-                    Optional::empty, "runtime:1", "http", reason -> close(client));
-            try (Socket peer = listener.accept()) {
-                peer.setSoTimeout((int) WAIT.toMillis());
-                DataInputStream in = new DataInputStream(peer.getInputStream());
-                OutputStream out = peer.getOutputStream();
-                in.readFully(new byte[24]);
-                out.write(frame(SETTINGS, 0, 0, new byte[0]));
-
-                CompletableFuture<byte[]> first = CompletableFuture.supplyAsync(() -> echo(calls, "one"), callers);
-                answer(in, out, 1, "first");
-                assertArrayEquals("first".getBytes(StandardCharsets.UTF_8), first.get(WAIT.toSeconds(), TimeUnit.SECONDS));
-                long deadline = System.nanoTime() + WAIT.toNanos();
-                while (!calls.forgot(1)) {
-                    assertTrue(System.nanoTime() < deadline, "the ended call never closed its stream");
-                    Thread.sleep(10);
-                }
-
-                int before = calls.connectionUnreturned();
-                out.write(frame(WINDOW_UPDATE, 0, 1, new byte[] {0, 0, 0, 100}));
-                out.write(frame(RST_STREAM, 0, 1, new byte[] {0, 0, 0, 8}));
-                out.write(frame(DATA, 0, 1, new byte[LATE_DATA]));
-                // Given back with the connection's next batch (StreamWindows): counted, not lost.
-                while (calls.connectionUnreturned() != before + LATE_DATA) {
-                    assertTrue(System.nanoTime() < deadline, "the " + LATE_DATA + " late bytes were never counted for"
-                            + " the connection window: " + (calls.connectionUnreturned() - before));
-                    Thread.sleep(10);
-                }
-
-                CompletableFuture<byte[]> second = CompletableFuture.supplyAsync(() -> echo(calls, "two"), callers);
-                answer(in, out, 3, "second");
-                assertArrayEquals("second".getBytes(StandardCharsets.UTF_8), second.get(WAIT.toSeconds(), TimeUnit.SECONDS));
-                assertTrue(calls.isOpen(), "the link must outlive late frames for a closed stream, closed for "
-                        + calls.closedFor());
-                assertEquals(3, calls.framesForClosedStreams(), "the WINDOW_UPDATE, the reset and the data were dropped");
-            } finally {
-                calls.close(Refusal.TRANSPORT_FAILED);
+        try (ExecutorService callers = Executors.newVirtualThreadPerTaskExecutor();
+             RawPeer link = RawPeer.open("late-frames")) {
+            CallConnection calls = link.calls();
+            DataInputStream in = link.in();
+            OutputStream out = link.out();
+            CompletableFuture<byte[]> first = CompletableFuture.supplyAsync(() -> echo(calls, "one"), callers);
+            answer(in, out, 1, "first");
+            assertArrayEquals("first".getBytes(StandardCharsets.UTF_8), first.get(WAIT.toSeconds(), TimeUnit.SECONDS));
+            long deadline = System.nanoTime() + WAIT.toNanos();
+            while (!calls.forgot(1)) {
+                assertTrue(System.nanoTime() < deadline, "the ended call never closed its stream");
+                Thread.sleep(10);
             }
+
+            int before = calls.connectionUnreturned();
+            out.write(frame(WINDOW_UPDATE, 0, 1, new byte[] {0, 0, 0, 100}));
+            out.write(frame(RST_STREAM, 0, 1, new byte[] {0, 0, 0, 8}));
+            out.write(frame(DATA, 0, 1, new byte[LATE_DATA]));
+            // Given back with the connection's next batch (StreamWindows): counted, not lost.
+            while (calls.connectionUnreturned() != before + LATE_DATA) {
+                assertTrue(System.nanoTime() < deadline, "the " + LATE_DATA + " late bytes were never counted for"
+                        + " the connection window: " + (calls.connectionUnreturned() - before));
+                Thread.sleep(10);
+            }
+
+            CompletableFuture<byte[]> second = CompletableFuture.supplyAsync(() -> echo(calls, "two"), callers);
+            answer(in, out, 3, "second");
+            assertArrayEquals("second".getBytes(StandardCharsets.UTF_8), second.get(WAIT.toSeconds(), TimeUnit.SECONDS));
+            assertTrue(calls.isOpen(), "the link must outlive late frames for a closed stream, closed for "
+                    + calls.closedFor());
+            assertEquals(3, calls.framesForClosedStreams(), "the WINDOW_UPDATE, the reset and the data were dropped");
         }
     }
 
@@ -130,58 +120,48 @@ class LateFrameTest {
      */
     @Test
     void trailersThatCrossedAResetDoNotCloseTheLink() throws Exception {
-        try (ServerSocket listener = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
-             ExecutorService callers = Executors.newVirtualThreadPerTaskExecutor()) {
-            Socket client = new Socket(InetAddress.getLoopbackAddress(), listener.getLocalPort());
-            CallConnection calls = new CallConnection("crossed-reset", PlainSocket.client(client, "crossed-reset"), 8,
-                    Optional::empty, "runtime:1", "http", reason -> close(client));
-            try (Socket peer = listener.accept()) {
-                peer.setSoTimeout((int) WAIT.toMillis());
-                DataInputStream in = new DataInputStream(peer.getInputStream());
-                OutputStream out = peer.getOutputStream();
-                in.readFully(new byte[24]);
-                out.write(frame(SETTINGS, 0, 0, new byte[0]));
-
-                io.grpc.ClientCall<byte[], byte[]> talk = calls.channel().newCall(TALK, CallOptions.DEFAULT);
-                CompletableFuture<io.grpc.Status> ended = new CompletableFuture<>();
-                talk.start(new io.grpc.ClientCall.Listener<>() {
-                    @Override
-                    public void onClose(io.grpc.Status status, io.grpc.Metadata trailers) {
-                        ended.complete(status);
-                    }
-                }, new io.grpc.Metadata());
-                talk.request(1);
-                talk.sendMessage("hello".getBytes(StandardCharsets.UTF_8));
-                // The peer sees the call open, then the client's reset.
-                boolean opened = false;
-                while (true) {
-                    Frame frame = Frame.read(in);
-                    if (frame.type() == SETTINGS && (frame.flags() & 0x1) == 0) {
-                        out.write(frame(SETTINGS, 0x1, 0, new byte[0]));
-                    }
-                    if (frame.streamId() == 1 && frame.type() == HEADERS && !opened) {
-                        opened = true;
-                        talk.cancel("the relay closed", null);
-                    }
-                    if (frame.streamId() == 1 && frame.type() == RST_STREAM) {
-                        break;
-                    }
+        try (ExecutorService callers = Executors.newVirtualThreadPerTaskExecutor();
+             RawPeer link = RawPeer.open("crossed-reset")) {
+            CallConnection calls = link.calls();
+            DataInputStream in = link.in();
+            OutputStream out = link.out();
+            io.grpc.ClientCall<byte[], byte[]> talk = calls.channel().newCall(TALK, CallOptions.DEFAULT);
+            CompletableFuture<io.grpc.Status> ended = new CompletableFuture<>();
+            talk.start(new io.grpc.ClientCall.Listener<>() {
+                @Override
+                public void onClose(io.grpc.Status status, io.grpc.Metadata trailers) {
+                    ended.complete(status);
                 }
-                assertEquals(io.grpc.Status.Code.CANCELLED, ended.get(WAIT.toSeconds(), TimeUnit.SECONDS).getCode());
-                // What the runtime had sent before it saw the reset: its headers and its status.
-                out.write(frame(HEADERS, END_HEADERS, 1, headerBlock(
-                        new byte[] {(byte) 0x88}, literal("content-type", "application/grpc"))));
-                out.write(frame(HEADERS, END_HEADERS | END_STREAM, 1, headerBlock(literal("grpc-status", "1"))));
-                out.flush();
-
-                CompletableFuture<byte[]> next = CompletableFuture.supplyAsync(() -> echo(calls, "next"), callers);
-                answer(in, out, 3, "after");
-                assertArrayEquals("after".getBytes(StandardCharsets.UTF_8), next.get(WAIT.toSeconds(), TimeUnit.SECONDS));
-                assertTrue(calls.isOpen(), "the link must outlive a status that crossed a reset, closed for "
-                        + calls.closedFor());
-            } finally {
-                calls.close(Refusal.TRANSPORT_FAILED);
+            }, new io.grpc.Metadata());
+            talk.request(1);
+            talk.sendMessage("hello".getBytes(StandardCharsets.UTF_8));
+            // The peer sees the call open, then the client's reset.
+            boolean opened = false;
+            while (true) {
+                Frame frame = Frame.read(in);
+                if (frame.type() == SETTINGS && (frame.flags() & 0x1) == 0) {
+                    out.write(frame(SETTINGS, 0x1, 0, new byte[0]));
+                }
+                if (frame.streamId() == 1 && frame.type() == HEADERS && !opened) {
+                    opened = true;
+                    talk.cancel("the relay closed", null);
+                }
+                if (frame.streamId() == 1 && frame.type() == RST_STREAM) {
+                    break;
+                }
             }
+            assertEquals(io.grpc.Status.Code.CANCELLED, ended.get(WAIT.toSeconds(), TimeUnit.SECONDS).getCode());
+            // What the runtime had sent before it saw the reset: its headers and its status.
+            out.write(frame(HEADERS, END_HEADERS, 1, headerBlock(
+                    new byte[] {(byte) 0x88}, literal("content-type", "application/grpc"))));
+            out.write(frame(HEADERS, END_HEADERS | END_STREAM, 1, headerBlock(literal("grpc-status", "1"))));
+            out.flush();
+
+            CompletableFuture<byte[]> next = CompletableFuture.supplyAsync(() -> echo(calls, "next"), callers);
+            answer(in, out, 3, "after");
+            assertArrayEquals("after".getBytes(StandardCharsets.UTF_8), next.get(WAIT.toSeconds(), TimeUnit.SECONDS));
+            assertTrue(calls.isOpen(), "the link must outlive a status that crossed a reset, closed for "
+                    + calls.closedFor());
         }
     }
 
@@ -242,6 +222,45 @@ class LateFrameTest {
             socket.close();
         } catch (IOException ignored) {
             // closing
+        }
+    }
+
+    /**
+     * The client's connection and the raw peer it dialed, past the preface and the peer's
+     * SETTINGS: what each test starts from. Closing ends the client's link, then the peer.
+     */
+    private record RawPeer(ServerSocket listener, Socket peer, CallConnection calls, DataInputStream in,
+                           OutputStream out) implements AutoCloseable {
+        static RawPeer open(String name) throws IOException {
+            ServerSocket listener = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+            try {
+                Socket client = new Socket(InetAddress.getLoopbackAddress(), listener.getLocalPort());
+                CallConnection calls = new CallConnection(name, PlainSocket.client(client, name), 8,
+                        Optional::empty, "runtime:1", "http", reason -> LateFrameTest.close(client));
+                Socket peer = listener.accept();
+                peer.setSoTimeout((int) WAIT.toMillis());
+                DataInputStream in = new DataInputStream(peer.getInputStream());
+                OutputStream out = peer.getOutputStream();
+                in.readFully(new byte[24]);
+                out.write(frame(SETTINGS, 0, 0, new byte[0]));
+                return new RawPeer(listener, peer, calls, in, out);
+            } catch (IOException | RuntimeException e) {
+                listener.close();
+                throw e;
+            }
+        }
+
+        @Override
+        public void close() throws IOException {
+            try {
+                calls.close(Refusal.TRANSPORT_FAILED);
+            } finally {
+                try {
+                    peer.close();
+                } finally {
+                    listener.close();
+                }
+            }
         }
     }
 

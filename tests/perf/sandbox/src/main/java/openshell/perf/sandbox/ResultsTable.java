@@ -66,8 +66,13 @@ final class ResultsTable {
             }
         }
         s.append("\n## Scale: sandboxes each holding ").append(SandboxBenchmark.HELD_CONNECTIONS)
-                .append(" mediated connections\n\n| Sandboxes | Supervisor RSS / sandbox (MiB) | Runtime RSS / sandbox (MiB) | Total / sandbox (MiB) "
-                        + "| Create p50 (ms) | Held connect p50 / p99 (ms) | Budget | Met |\n|---|---|---|---|---|---|---|---|\n");
+                .append(" mediated connections\n\nRSS: the supervisor's and the runtime's JVMs, each charged in full for the pages"
+                        + " all JVMs share. PSS: every process of the sandbox (supervisor, runtime, its workload launcher JVM,"
+                        + " the agent), shared pages split among the processes that map them; per extra sandbox = growth of the"
+                        + " sum over all sandboxes since the previous level (what the host pays for one more).\n\n"
+                        + "| Sandboxes | Supervisor RSS / sandbox (MiB) | Runtime RSS / sandbox (MiB) | RSS total / sandbox (MiB) "
+                        + "| PSS / sandbox (MiB) | PSS per extra sandbox (MiB) "
+                        + "| Create p50 (ms) | Held connect p50 / p99 (ms) | Budget | Met |\n|---|---|---|---|---|---|---|---|---|---|\n");
         for (Object o : records) {
             Map<?, ?> r = (Map<?, ?>) o;
             if (r.get("scenario").equals("scale") && r.containsKey("sandboxes")) {
@@ -75,7 +80,9 @@ final class ResultsTable {
                 Map<?, ?> h = (Map<?, ?>) r.get("held_connect");
                 s.append("| ").append(r.get("sandboxes")).append(" | ").append(num(r.get("supervisor_rss_mib_per_sandbox")))
                         .append(" | ").append(num(r.get("runtime_rss_mib_per_sandbox"))).append(" | ")
-                        .append(num(r.get("rss_mib_per_sandbox"))).append(" | ").append(c == null ? "-" : num(c.get("p50_ms")))
+                        .append(num(r.get("rss_mib_per_sandbox"))).append(" | ").append(dash(r.get("pss_mib_per_sandbox")))
+                        .append(" | ").append(dash(r.get("pss_mib_per_extra_sandbox"))).append(" | ")
+                        .append(c == null ? "-" : num(c.get("p50_ms")))
                         .append(" | ").append(num(h.get("p50_ms"))).append(" / ").append(num(h.get("p99_ms"))).append(" | ")
                         .append(budget(r)).append(" |\n");
             } else if (r.get("scenario").equals("scale")) {
@@ -142,6 +149,11 @@ final class ResultsTable {
 
     private static String pct(Object v) {
         return v instanceof Number n ? String.format(Locale.ROOT, "%+.0f %%", n.doubleValue() * 100) : "-";
+    }
+
+    /** @return the number, or "-" for a record written before the figure existed */
+    static String dash(Object v) {
+        return v == null ? "-" : num(v);
     }
 
     static String num(Object v) {

@@ -13,6 +13,12 @@ import java.util.Map;
  * The supervisor and runtime processes of one sandbox, found in {@code /proc} by the sandbox id
  * on their command lines (the process driver passes {@code --sandbox ID} to both), and what they
  * hold: resident memory, threads, file descriptors and sockets.
+ *
+ * <p>Two memory figures: VmRSS counts every page a process maps, so each JVM of each sandbox
+ * is charged in full for the pages of {@code libjvm.so}, the AOT cache and {@code lib/modules}
+ * that all of them share; PSS ({@code /proc/PID/smaps_rollup}) charges a shared page to each of
+ * the N processes mapping it by 1/N, so the PSS of all processes adds up to the host's memory
+ * in use, and what one more sandbox costs the host is the growth of that sum.
  */
 record SandboxProcesses(long supervisor, long runtime) {
     /** The runtime's main class arguments file in its image; its launcher wrapper is not counted. */
@@ -49,10 +55,11 @@ record SandboxProcesses(long supervisor, long runtime) {
     }
 
     /** What one process holds right now. */
-    record Holdings(double rssMib, long threads, long fds, long sockets, long children) {
+    record Holdings(double rssMib, double pssMib, long threads, long fds, long sockets, long children) {
         Map<String, Object> json() {
             Map<String, Object> m = new LinkedHashMap<>();
             m.put("rss_mib", rssMib);
+            m.put("pss_mib", pssMib);
             m.put("threads", threads);
             m.put("fds", fds);
             m.put("sockets", sockets);
@@ -86,7 +93,41 @@ record SandboxProcesses(long supervisor, long runtime) {
                 }
             }
         }
-        return new Holdings(Math.round(rss * 10) / 10.0, threads, fds, sockets, children(pid).size());
+        return new Holdings(Math.round(rss * 10) / 10.0, Math.round(pssMib(pid) * 10) / 10.0, threads, fds, sockets,
+                children(pid).size());
+    }
+
+    /** @return the process's proportional set size in MiB, 0 if it exited meanwhile */
+    static double pssMib(long pid) throws IOException {
+        List<String> lines;
+        try {
+            lines = Files.readAllLines(Path.of("/proc", Long.toString(pid), "smaps_rollup"));
+        } catch (java.nio.file.NoSuchFileException e) {
+            return 0;
+        }
+        for (String line : lines) {
+            if (line.startsWith("Pss:")) {
+                return Long.parseLong(line.replaceAll("\\D", "")) / 1024.0;
+            }
+        }
+        throw new IOException("/proc/" + pid + "/smaps_rollup has no Pss line");
+    }
+
+    /**
+     * @param pid the root
+     * @return the PSS in MiB of the process and all its descendants (for the runtime: its
+     *         workload launcher JVM, the agent and what the agent started)
+     */
+    static double treePssMib(long pid) throws IOException {
+        double sum = pssMib(pid);
+        try {
+            for (long child : children(pid)) {
+                sum += treePssMib(child);
+            }
+        } catch (java.nio.file.NoSuchFileException e) {
+            // exited meanwhile: its PSS was read as 0 or counted above
+        }
+        return sum;
     }
 
     static List<Long> children(long pid) throws IOException {
