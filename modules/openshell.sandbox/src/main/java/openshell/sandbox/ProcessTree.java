@@ -28,6 +28,12 @@ import openshell.linux.Pty;
  * double-forked or not, is in it), and has its seccomp listener served by the broker before it
  * may run. Terminating kills the whole leaf ({@code cgroup.kill}). The runtime is a child
  * subreaper, and reaps orphans that are not its own launches.
+ *
+ * <p>The spare launcher: one is started with the tree, so the first launch (the agent's) finds its
+ * JVM booted while the link was set up. That launch does not start another: an idle sandbox, its
+ * agent running and nobody exec'ing into it, holds no spare JVM (about 60 MiB resident, most of
+ * what a sandbox costs beyond its two JVMs). Every later pipe launch starts the next spare, so a
+ * sandbox being exec'd into finds one ready from its second exec on; the first exec boots one.
  */
 final class ProcessTree implements AutoCloseable {
     /** Longest wait for a launcher to report each step. */
@@ -63,6 +69,8 @@ final class ProcessTree implements AutoCloseable {
     private final java.util.concurrent.atomic.AtomicLong processLeaves = new java.util.concurrent.atomic.AtomicLong();
     private final Map<Integer, WorkloadProcess> processes = new ConcurrentHashMap<>();
     private volatile PreStarted ready;
+    /** Whether a pipe launch took place: the first leaves no spare behind, later ones do. */
+    private final java.util.concurrent.atomic.AtomicBoolean launchedThroughPipes = new java.util.concurrent.atomic.AtomicBoolean();
     private volatile boolean terminated;
     private final Thread reaper;
 
@@ -161,7 +169,9 @@ final class ProcessTree implements AutoCloseable {
             stdin = taken.stdin();
             stdout = taken.stdout();
             stderr = Optional.of(taken.stderr());
-            Thread.ofVirtual().start(this::refill);
+            if (launchedThroughPipes.getAndSet(true)) {
+                Thread.ofVirtual().start(this::refill);
+            }
         }
         // Its own leaf under the workload's, before it runs anything: terminate() of this process
         // kills exactly its tree (double forks and setsid included), the workload's leaf all of them.

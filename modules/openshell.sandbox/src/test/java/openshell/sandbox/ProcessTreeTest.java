@@ -90,6 +90,30 @@ class ProcessTreeTest {
         }
     }
 
+    /** An idle sandbox holds no spare launcher JVM; one being exec'd into keeps one ready. */
+    @Test
+    void theFirstLaunchLeavesNoSpareAndEveryLaterOneKeepsOneReady() throws Exception {
+        try (TestSandbox sandbox = new TestSandbox(); ProcessTree tree = tree(sandbox)) {
+            assertTrue(tree.sparePid().isPresent(), "the tree starts with a spare for its first launch");
+            for (String word : List.of("agent", "first-exec", "second-exec")) {
+                WorkloadProcess p = tree.start(pipes("/usr/bin/bash", "-c", "echo " + word));
+                CompletableFuture<String> out = readAll(p.stdout());
+                readAll(p.stderr());
+                assertEquals(word + "\n", out.get(WAIT.toSeconds(), TimeUnit.SECONDS));
+                assertEquals(Optional.of(new ExitStatus.Exited(0)), p.awaitExit(WAIT));
+                if (word.equals("agent")) {
+                    assertTrue(tree.sparePid().isEmpty(), "the agent's launch started another spare launcher JVM");
+                } else {
+                    long deadline = System.nanoTime() + WAIT.toNanos();
+                    while (tree.sparePid().isEmpty()) {
+                        assertTrue(System.nanoTime() < deadline, "no spare launcher after " + word);
+                        Thread.sleep(10);
+                    }
+                }
+            }
+        }
+    }
+
     @Test
     void aTerminalMergesOutputAndResizes() throws Exception {
         try (TestSandbox sandbox = new TestSandbox(); ProcessTree tree = tree(sandbox)) {
@@ -143,7 +167,7 @@ class ProcessTreeTest {
     @Test
     void aKilledTreeReportsItsExitWithoutTheDrainWait() throws Exception {
         try (TestSandbox sandbox = new TestSandbox(); ProcessTree tree = tree(sandbox)) {
-            WorkloadProcess p = tree.start(pipes("/usr/bin/bash", "-c", "echo started; echo err >&2; sleep 600"));
+            WorkloadProcess p = tree.start(pipes("/usr/bin/bash", "-c", "echo err >&2; echo started; sleep 600"));
             InputStream stdout = p.stdout();
             p.stderr();
             byte[] line = new byte[8];
@@ -154,7 +178,7 @@ class ProcessTreeTest {
             Duration took = Duration.ofNanos(System.nanoTime() - killed);
             assertTrue(took.compareTo(WorkloadProcess.OUTPUT_DRAIN_WAIT.dividedBy(2)) < 0,
                     "the exit came " + took + " after the kill, not after a drain wait");
-            // What it wrote before is still there for a reader.
+            // What it wrote before (stderr first, so before the line read above) is still there for a reader.
             assertEquals("err\n", new String(p.stderr().readAllBytes(), StandardCharsets.UTF_8));
         }
     }
