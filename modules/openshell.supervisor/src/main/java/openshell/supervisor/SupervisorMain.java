@@ -270,10 +270,14 @@ public final class SupervisorMain {
             Optional<AgentLog> agentLog = Optional.empty();
             Thread attachWatch = null;
             long attachDeadline = System.nanoTime() + ATTACH_WAIT.toNanos();
-            Runnable uninstall = OpenShellRuntimeBackend.installLaunchMaterial(d -> connect(endpoint, attachDeadline));
+            EarlyLink early = new EarlyLink();
+            Runnable uninstall = OpenShellRuntimeBackend.installLaunchMaterial(d -> early.take(() -> connect(endpoint, attachDeadline)));
             try {
                 endpoint.listen();
                 arguments.runtimeUid().ifPresent(uid -> giveSocketTo(uid));
+                // The runtime dials as soon as we listen: its link's TLS handshake runs while the
+                // backend is loaded and the mediation's interception CA and upstream trust are built.
+                early.start(() -> connect(endpoint, attachDeadline));
                 // accept() has no timeout: closing the endpoint is what ends a wait for a runtime that never dials.
                 AtomicBoolean attached = new AtomicBoolean();
                 attachWatch = Thread.ofPlatform().daemon().name("attach-watch").start(() -> {
@@ -347,6 +351,7 @@ public final class SupervisorMain {
             } finally {
                 uninstall.run();
                 endpoint.close();
+                early.discard();
                 if (attachWatch != null) {
                     attachWatch.interrupt();
                 }
@@ -412,6 +417,52 @@ public final class SupervisorMain {
                         throw e;
                     }
                     err.println("openshell-supervisor: attach failed (" + e.getMessage() + "); retrying on the next link");
+                }
+            }
+        }
+
+        /**
+         * The runtime's first link, taken from the endpoint on its own thread as soon as the
+         * supervisor listens, so its TLS handshake overlaps the set-up before attach. Attach takes
+         * it once; a retry after a link that died takes the endpoint's next one on the caller's
+         * thread. A first link nobody took is closed.
+         */
+        private static final class EarlyLink {
+            private final java.util.concurrent.CompletableFuture<SupervisorLink> first = new java.util.concurrent.CompletableFuture<>();
+            private final AtomicBoolean taken = new AtomicBoolean();
+
+            void start(java.util.function.Supplier<SupervisorLink> connect) {
+                Thread.ofVirtual().name("first-link").start(() -> {
+                    try {
+                        first.complete(connect.get());
+                    } catch (RuntimeException | Error e) {
+                        first.completeExceptionally(e);
+                    }
+                });
+            }
+
+            SupervisorLink take(java.util.function.Supplier<SupervisorLink> next) {
+                if (!taken.compareAndSet(false, true)) {
+                    return next.get();
+                }
+                try {
+                    return first.join();
+                } catch (java.util.concurrent.CompletionException e) {
+                    // What connect() threw, as if it had been called here.
+                    if (e.getCause() instanceof RuntimeException r) {
+                        throw r;
+                    }
+                    if (e.getCause() instanceof Error r) {
+                        throw r;
+                    }
+                    throw e;
+                }
+            }
+
+            /** Closes the first link if attach never took it (a set-up step before attach failed). */
+            void discard() {
+                if (taken.compareAndSet(false, true)) {
+                    first.thenAccept(SupervisorLink::close);
                 }
             }
         }
