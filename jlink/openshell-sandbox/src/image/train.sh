@@ -7,7 +7,8 @@
 #                    supervisor image (ServeTraining.java, build JDK): bundle, probes, TLS link,
 #                    attach, confirm, agent, exit. Needs root (the driver maps a uid range) and
 #                    the supervisor image (the reactor builds jlink/openshell-supervisor first).
-#                    Cache ~35 MiB, image ~86 MiB (budget 90).
+#                    Cache ~33 MiB, image ~85 MiB (budget 90). The same run replaces the
+#                    supervisor image's cache with one trained by this boundary (~38 MiB).
 #   check            FALLBACK ONLY (a build that cannot be root): the runtime's health probe,
 #                    --check: the startup path (probes, resolver view, DNS relay); it ends by
 #                    itself. Needs fresh network and mount namespaces (unshare, a build-time tool,
