@@ -33,6 +33,13 @@ import openshell.protocol.TokenIssuer;
  * view and DNS relay, dials the supervisor, serves attach, confirm and startAgent over TLS, runs
  * the agent (/bin/true) and exits when the boundary ends; its JVM then writes the cache.
  *
+ * <p>The same run trains the supervisor image's cache: the supervisor starts through a training
+ * launcher of its own (its image's launcher plus -XX:AOTCacheOutput) and, when it exits after the
+ * agent, its JVM writes what a real boundary loaded (link, attach, confirm, the agent, the
+ * gateway-less path); that cache replaces the one jlink/openshell-supervisor trained with a
+ * usage-error run. It happens here because it needs both images, and this module is built after
+ * the supervisor's.
+ *
  * <p>Only the runtime's JVM records classes: minting (BouncyCastle key and certificate
  * generation, the gateway's side) runs here, in this JVM, and the protocol's client side in the
  * supervisor's JVM, so neither lands in the sandbox image's cache.
@@ -45,6 +52,8 @@ public final class ServeTraining {
     /** Workload ids inside the sandbox (the driver maps a private range). */
     static final int WORKLOAD_ID = 1000;
     static final String READY = "{\"ready\":true,";
+    /** The supervisor image's name (its launcher, argument file and cache). */
+    static final String SUPERVISOR = "openshell-supervisor";
 
     public static void main(String[] args) throws Exception {
         Path image = Path.of(args[0]).toRealPath();
@@ -68,13 +77,11 @@ public final class ServeTraining {
             Path out = Files.createDirectory(work.resolve("out"));
             Files.setPosixFilePermissions(out, PosixFilePermissions.fromString("rwxrwxrwx"));
             Path cache = out.resolve(name + ".aot");
-            Path launcher = work.resolve("train-" + name);
             // Options for the training run only (after the image's name): e.g. what the cache records.
             String extra = String.join(" ", List.of(args).subList(3, args.length));
-            Files.writeString(launcher, "#!/bin/sh\ncd -P -- '" + image + "' || exit 127\n"
-                    + "unset JAVA_TOOL_OPTIONS JDK_JAVA_OPTIONS _JAVA_OPTIONS CLASSPATH\n"
-                    + "exec bin/java -XX:AOTCacheOutput='" + cache + "' " + extra + " @conf/" + name + ".args \"$@\"\n");
-            Files.setPosixFilePermissions(launcher, PosixFilePermissions.fromString("rwxr-xr-x"));
+            Path launcher = trainingLauncher(work, image, name, cache, extra);
+            Path supervisorCache = out.resolve(SUPERVISOR + ".aot");
+            Path supervisorTraining = trainingLauncher(work, supervisorImage, SUPERVISOR, supervisorCache, "");
 
             List<String> argv = List.of("/bin/true");
             String policy = "version: 1\nnetwork_policies: {}\n";
@@ -87,7 +94,7 @@ public final class ServeTraining {
                     .agent(new LaunchBundles.Agent(argv, env, workspace.toString()))
                     .workload(WORKLOAD_ID, WORKLOAD_ID).build(), issuer, 1);
             ComputeDriver driver = DriverRegistry.load().driver("process", new DriverEnvironment(state, Map.of(
-                    "supervisor.launcher", supervisorLauncher.toString(),
+                    "supervisor.launcher", supervisorTraining.toString(),
                     "runtime.launcher", launcher.toString(),
                     "run.root", run.toString())));
             SandboxContext context = new SandboxContext(id, session, PolicySnapshot.of(1, policy.getBytes(StandardCharsets.UTF_8)),
@@ -115,7 +122,15 @@ public final class ServeTraining {
                     throw new IllegalStateException("the runtime never served" + dump(logs));
                 }
                 System.out.print(runtimeLog);
+                while (alive(supervisorImage)) {
+                    check(deadline, "the supervisor did not exit after its agent", logs);
+                    Thread.sleep(100);
+                }
+                if (!Files.isRegularFile(supervisorCache) || Files.size(supervisorCache) == 0) {
+                    throw new IllegalStateException("the supervisor wrote no AOT cache" + dump(logs));
+                }
                 Files.copy(cache, image.resolve("lib/" + name + ".aot"), StandardCopyOption.REPLACE_EXISTING);
+                Files.copy(supervisorCache, supervisorImage.resolve("lib/" + SUPERVISOR + ".aot"), StandardCopyOption.REPLACE_EXISTING);
                 status = 0;
             } finally {
                 driver.delete(id, provisioned.state());
@@ -126,6 +141,22 @@ public final class ServeTraining {
             }
         }
         System.exit(status);
+    }
+
+    /** A copy of an image's launcher that also writes an AOT cache when its JVM exits. */
+    private static Path trainingLauncher(Path work, Path image, String name, Path cache, String extra) throws IOException {
+        Path launcher = work.resolve("train-" + name);
+        Files.writeString(launcher, "#!/bin/sh\ncd -P -- '" + image + "' || exit 127\n"
+                + "unset JAVA_TOOL_OPTIONS JDK_JAVA_OPTIONS _JAVA_OPTIONS CLASSPATH\n"
+                + "exec bin/java -XX:AOTCacheOutput='" + cache + "' " + extra + " @conf/" + name + ".args \"$@\"\n");
+        Files.setPosixFilePermissions(launcher, PosixFilePermissions.fromString("rwxr-xr-x"));
+        return launcher;
+    }
+
+    /** Any JVM of this image (the supervisor's, or its cache assembly): only this run starts it. */
+    private static boolean alive(Path image) {
+        Path java = image.resolve("bin/java");
+        return ProcessHandle.allProcesses().anyMatch(p -> p.info().command().map(Path::of).filter(java::equals).isPresent());
     }
 
     /** The runtime's JVM (the image's java with the sandbox id among its arguments), or its cache assembly. */

@@ -3,20 +3,23 @@
 #
 # OPENSHELL_SANDBOX_TRAINING (the build property openshell.sandbox.training) picks the run:
 #
-#   check (default)  the runtime's health probe, --check: the startup path (probes, resolver
-#                    view, DNS relay); it ends by itself. Needs fresh network and mount
-#                    namespaces (unshare, a build-time tool, never in the image). Cache ~20 MiB.
-#   serve            one sandbox launched by the process driver from this image and the
+#   serve (default)  one sandbox launched by the process driver from this image and the
 #                    supervisor image (ServeTraining.java, build JDK): bundle, probes, TLS link,
 #                    attach, confirm, agent, exit. Needs root (the driver maps a uid range) and
-#                    the supervisor image. Cache ~37 MiB: the image is then ~103 MiB, over its
-#                    90 MiB budget (jlink/README.md, "AOT cache and its training").
+#                    the supervisor image (the reactor builds jlink/openshell-supervisor first).
+#                    Cache ~33 MiB, image ~85 MiB (budget 90). The same run replaces the
+#                    supervisor image's cache with one trained by this boundary (~38 MiB).
+#   check            FALLBACK ONLY (a build that cannot be root): the runtime's health probe,
+#                    --check: the startup path (probes, resolver view, DNS relay); it ends by
+#                    itself. Needs fresh network and mount namespaces (unshare, a build-time tool,
+#                    never in the image). Cache ~16 MiB; the serve path then starts ~35 % slower
+#                    (tests/perf/README.md).
 name=$1 jdk=$2 staging=$3 src=$4
-case ${OPENSHELL_SANDBOX_TRAINING:-check} in
+case ${OPENSHELL_SANDBOX_TRAINING:-serve} in
     check)
         exec unshare --user --map-root-user --net --mount bin/java -XX:AOTCacheOutput="lib/$name.aot" "@conf/$name.args" --check ;;
     serve)
-        [ "$(id -u)" = 0 ] || { echo "train.sh: $name: serve training needs root (the process driver)" >&2; exit 1; }
+        [ "$(id -u)" = 0 ] || { echo "train.sh: $name: serve training needs root (the process driver); as a non-root build, pass -Dopenshell.sandbox.training=check (a slower-starting image)" >&2; exit 1; }
         # Minting (BouncyCastle) runs in this build JVM and the protocol's client side in the
         # supervisor's: only the runtime's own classes go into the sandbox image's cache.
         exec "$jdk/bin/java" --module-path "$staging/app:$staging/training" --add-modules ALL-MODULE-PATH \

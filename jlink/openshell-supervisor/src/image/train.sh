@@ -4,8 +4,9 @@
 # openshell.supervisor.SupervisorMain arrives with the mains branch. Until then there is nothing
 # to train: exit 75, and the image is built without a cache (the smoke test says so, loudly).
 # Once it exists, the run below starts it without arguments: it loads the module graph and the
-# main class and ends with its usage error. A run through /healthz is the better training and
-# needs SupervisorMain's command line (jlink/README.md, "Follow-ups").
+# main class and ends with its usage error. That cache is only what an image built alone gets:
+# jlink/openshell-sandbox, built next, replaces it with one trained by a real boundary (the serve
+# training, ../../openshell-sandbox/src/image/ServeTraining.java), since that run needs both images.
 name=$1 jdk=$2
 main=openshell/supervisor/SupervisorMain.class
 if ! "$jdk/bin/jar" --list --file app/openshell-supervisor-*.jar | grep -qx "$main"; then

@@ -9,7 +9,9 @@
  * ({@code <state>/signing-key}, 0600, generated at first start, never logged). Each launch has a
  * fresh session lineage and the next runtime generation; the record, descriptor, generation and
  * credential epoch are persisted, so a restarted gateway lists, stops, starts and deletes every
- * sandbox.
+ * sandbox. Minting needs BouncyCastle, which {@code openshell.protocol} requires only statically
+ * (the sandbox runtime, which never mints, leaves it out of its image): the gateway requires it
+ * itself.
  *
  * <h2>Operator network</h2>
  * {@code --host-alias NAME=ADDRESS} and {@code --upstream-ca FILE} ({@code OperatorNetwork}) are
@@ -99,6 +101,9 @@ module openshell.gateway {
     requires openshell.isolation;
     requires openshell.policy;
     requires openshell.protocol;
+    // LaunchBundles.mint needs BouncyCastle, which openshell.protocol only requires statically.
+    requires org.bouncycastle.pkix;
+    requires org.bouncycastle.provider;
     requires io.helidon.webserver.grpc;
     requires io.grpc;
     requires io.grpc.stub;

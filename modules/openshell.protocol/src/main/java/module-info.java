@@ -80,6 +80,17 @@
  * supervisor this way (the supervisor is outside the sandbox's pid namespace: its pid reads 0);
  * it relies on its 0700 run directory and on the pinned TLS plus bearer token.
  *
+ * <h2>Minting and BouncyCastle</h2>
+ * {@code LaunchTls.issue} (the per-launch CA and its leaf, behind {@code LaunchBundles.mint})
+ * builds certificates with BouncyCastle; nothing else here uses it. The requirement is
+ * {@code static}: the sandbox runtime only reads bundles and serves, so its image carries no
+ * BouncyCastle (9.4 MiB of jars and, through their descriptors, {@code java.sql} and
+ * {@code java.naming}). A module that mints must require {@code org.bouncycastle.pkix} and
+ * {@code org.bouncycastle.provider} itself ({@code openshell.gateway} does; the supervisor does
+ * for its interception authority), or BouncyCastle is not in its module graph and minting fails
+ * with {@code NoClassDefFoundError}. The runtime's bundle check of the session's server name
+ * lives apart from {@code LaunchTls} so that it never links the minting class.
+ *
  * <h2>Tokens</h2>
  * ES256 (P-256), not EdDSA: helidon-security-jwt 4.1.7 has no OKP key type, so it can
  * neither sign nor verify Ed25519. Every rejection has its own
@@ -191,8 +202,9 @@ module openshell.protocol {
     requires io.grpc.protobuf;
     requires com.google.protobuf;
     requires com.google.common;
-    requires org.bouncycastle.pkix;
-    requires org.bouncycastle.provider;
+    // Minting only (LaunchTls): the runtime's image leaves BouncyCastle out; minters require it.
+    requires static org.bouncycastle.pkix;
+    requires static org.bouncycastle.provider;
     requires jdk.net;
 
     // protobuf-java builds message accessors by reflection on the generated classes.

@@ -7,4 +7,7 @@
 module openshell.perf.images {
     requires openshell.driver;
     requires openshell.protocol;
+    // It mints launch bundles, and openshell.protocol requires BouncyCastle only statically.
+    requires org.bouncycastle.pkix;
+    requires org.bouncycastle.provider;
 }

@@ -177,7 +177,7 @@ public final class LaunchBundles {
         private Request(Builder b) {
             this.sandboxId = requireText(b.sandboxId, "sandbox id");
             this.sessionId = requireText(b.sessionId, "session id");
-            LaunchTls.serverName(sessionId);
+            SandboxServerName.of(sessionId);
             if (b.generation < 0) {
                 throw invalid("generation must be >= 0");
             }
@@ -707,7 +707,7 @@ public final class LaunchBundles {
 
     private static String serverName(String sessionId) {
         try {
-            return LaunchTls.serverName(sessionId);
+            return SandboxServerName.of(sessionId);
         } catch (ProtocolException e) {
             throw invalid("session_id: " + e.getMessage());
         }

@@ -12,7 +12,6 @@ import java.time.Instant;
 import java.util.Date;
 import java.util.List;
 import java.util.Objects;
-import java.util.regex.Pattern;
 
 import org.bouncycastle.asn1.x500.X500Name;
 import org.bouncycastle.asn1.x509.BasicConstraints;
@@ -34,12 +33,15 @@ import org.bouncycastle.operator.jcajce.JcaContentSignerBuilder;
  * {@code sandbox.<session-id>.openshell.internal}, then is forgotten. The CA private key
  * exists only inside {@link #issue(String)}; nothing can sign a second leaf, so pinning
  * the CA pins this one runtime.
+ * <p>
+ * Minting needs BouncyCastle ({@code requires static} in this module): only the minting side
+ * (the gateway, and whoever mints in a build or a test) has it on its module graph; the sandbox
+ * runtime never links this class.
  *
  * @param runtime what the sandbox runtime serves with
  * @param pin     what the supervisor trusts
  */
 public record LaunchTls(RuntimeTlsIdentity runtime, TlsPin pin) {
-    private static final Pattern SESSION_ID = Pattern.compile("[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?");
     private static final SecureRandom RANDOM = new SecureRandom();
 
     /**
@@ -60,11 +62,7 @@ public record LaunchTls(RuntimeTlsIdentity runtime, TlsPin pin) {
      * @return {@code sandbox.<session-id>.openshell.internal}
      */
     public static String serverName(String sessionId) {
-        if (!SESSION_ID.matcher(sessionId).matches()) {
-            throw new ProtocolException(Refusal.INVALID_ARGUMENT,
-                    "session id must be a lower-case DNS label (1-63 of a-z, 0-9, '-')");
-        }
-        return "sandbox." + sessionId + ".openshell.internal";
+        return SandboxServerName.of(sessionId);
     }
 
     /**

@@ -26,21 +26,55 @@ final class WorkloadLaunch {
             "/dev/pts");
     /** Where argv[0] is looked up when it is not absolute. */
     static final List<String> SEARCH_PATH = List.of("/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin");
+    /**
+     * The workload launcher JVM's options. Each workload process (and the spare the runtime keeps
+     * ready) is such a JVM, so its resident memory counts once per process. It loads a few hundred
+     * classes, makes a handful of native calls and execs: the interpreter alone ({@code -Xint})
+     * starts it with less CPU than C1 and without compiler threads or code, and its heap holds one
+     * plan (at most {@code LaunchPlan.MAX_PLAN_BYTES}). Measured in the sandbox image (tests/perf/README.md):
+     * 60.7 -> 41.7 MiB resident and 640-840 -> 340-440 ms of CPU to ready, with
+     * {@link #LAUNCHER_MODULES} as its module path.
+     */
+    static final List<String> LAUNCHER_JVM_OPTIONS = List.of("-Xint", "-XX:+UseSerialGC", "-Xms4m", "-Xmx32m",
+            "-XX:-UsePerfData");
+    /**
+     * The launcher's module path: only these modules' locations. With the runtime's whole module
+     * path, JNA (an automatic module in the image) drew every automatic module of it (guava, grpc,
+     * protobuf...) into the launcher's module graph: 6 MiB resident more.
+     */
+    static final List<String> LAUNCHER_MODULES = List.of("openshell.linux", "com.sun.jna");
 
     private WorkloadLaunch() {
     }
 
     /** @return the launcher command of this JVM */
     static LauncherProcess.Command command() {
-        String modulePath = System.getProperty("jdk.module.path");
         String jna = System.getProperty("jna.boot.library.path");
-        if (modulePath == null || jna == null) {
+        if (jna == null) {
             throw new BackendException(BackendException.Kind.UNAVAILABLE,
-                    "the runtime must run on the module path with -Djna.boot.library.path set (its launcher needs both)");
+                    "the runtime must run with -Djna.boot.library.path set (its launcher needs it)");
         }
         return new LauncherProcess.Command(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                List.of(modulePath.split(":")), jna,
-                List.of("-Xshare:auto", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx64m"));
+                launcherModulePath(), jna, LAUNCHER_JVM_OPTIONS);
+    }
+
+    /**
+     * @return where this JVM found {@link #LAUNCHER_MODULES}, as the launcher's module path
+     * @throws BackendException UNAVAILABLE if one is not a named module of the boot layer with a location
+     */
+    static List<String> launcherModulePath() {
+        List<String> path = new ArrayList<>();
+        for (String name : LAUNCHER_MODULES) {
+            Path location = ModuleLayer.boot().configuration().findModule(name)
+                    .flatMap(module -> module.reference().location())
+                    .filter(uri -> "file".equals(uri.getScheme()))
+                    .map(Path::of)
+                    .orElseThrow(() -> new BackendException(BackendException.Kind.UNAVAILABLE,
+                            "the runtime must run on the module path: no file location for module " + name
+                                    + " (the workload launcher needs it)"));
+            path.add(location.toString());
+        }
+        return List.copyOf(path);
     }
 
     /**

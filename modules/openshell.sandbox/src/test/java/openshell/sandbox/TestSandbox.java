@@ -74,14 +74,13 @@ final class TestSandbox implements AutoCloseable {
     }
 
     static LauncherProcess.Command command() {
-        String modulePath = System.getProperty("jdk.module.path");
         String jna = System.getProperty("jna.boot.library.path");
-        if (modulePath == null || jna == null) {
-            throw new IllegalStateException("tests must run on the module path with jna.boot.library.path set");
+        if (jna == null) {
+            throw new IllegalStateException("tests must run with jna.boot.library.path set");
         }
+        // The runtime's launcher options and module path: the tests launch as the image does.
         return new LauncherProcess.Command(System.getProperty("java.home") + "/bin/java",
-                List.of(modulePath.split(":")), jna,
-                List.of("-Xshare:auto", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx64m"));
+                WorkloadLaunch.launcherModulePath(), jna, WorkloadLaunch.LAUNCHER_JVM_OPTIONS);
     }
 
     /** A plan for {@code executable argv...} as nobody in the sandbox's network namespace. */
