@@ -9,22 +9,36 @@
 #                    the supervisor image (the reactor builds jlink/openshell-supervisor first).
 #                    Cache ~33 MiB, image ~85 MiB (budget 90). The same run replaces the
 #                    supervisor image's cache with one trained by this boundary (~38 MiB).
-#   check            FALLBACK ONLY (a build that cannot be root): the runtime's health probe,
+#   check            FALLBACK ONLY (a build that is not root, or a serve run that failed: both
+#                    said loudly on stderr, the build goes on): the runtime's health probe,
 #                    --check: the startup path (probes, resolver view, DNS relay); it ends by
 #                    itself. Needs fresh network and mount namespaces (unshare, a build-time tool,
 #                    never in the image). Cache ~16 MiB; the serve path then starts ~35 % slower
 #                    (tests/perf/README.md).
 name=$1 jdk=$2 staging=$3 src=$4
+check() {
+    exec unshare --user --map-root-user --net --mount bin/java -XX:AOTCacheOutput="lib/$name.aot" "@conf/$name.args" --check
+}
+loudly() {
+    echo "train.sh: WARNING: $name: $1; training on --check instead: this image's serve path starts ~35 % slower" >&2
+}
 case ${OPENSHELL_SANDBOX_TRAINING:-serve} in
     check)
-        exec unshare --user --map-root-user --net --mount bin/java -XX:AOTCacheOutput="lib/$name.aot" "@conf/$name.args" --check ;;
+        check ;;
     serve)
-        [ "$(id -u)" = 0 ] || { echo "train.sh: $name: serve training needs root (the process driver); as a non-root build, pass -Dopenshell.sandbox.training=check (a slower-starting image)" >&2; exit 1; }
+        if [ "$(id -u)" != 0 ]; then
+            loudly "serve training needs root (the process driver maps a uid range)"
+            check
+        fi
         # Minting (BouncyCastle) runs in this build JVM and the protocol's client side in the
         # supervisor's: only the runtime's own classes go into the sandbox image's cache.
-        exec "$jdk/bin/java" --module-path "$staging/app:$staging/training" --add-modules ALL-MODULE-PATH \
+        if ! "$jdk/bin/java" --module-path "$staging/app:$staging/training" --add-modules ALL-MODULE-PATH \
             --add-exports openshell.protocol/openshell.protocol=ALL-UNNAMED \
-            "$src/ServeTraining.java" "$PWD" "$src/../../../openshell-supervisor/target/openshell-supervisor" "$name" ;;
+            "$src/ServeTraining.java" "$PWD" "$src/../../../openshell-supervisor/target/openshell-supervisor" "$name"; then
+            loudly "the serve training run failed (its output is above)"
+            rm -f "lib/$name.aot"
+            check
+        fi ;;
     *)
         echo "train.sh: $name: unknown OPENSHELL_SANDBOX_TRAINING=$OPENSHELL_SANDBOX_TRAINING (check or serve)" >&2
         exit 1 ;;
