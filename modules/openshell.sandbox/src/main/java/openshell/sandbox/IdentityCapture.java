@@ -89,7 +89,9 @@ final class IdentityCapture {
         }
         Optional<String> digest;
         try {
-            digest = plainlyReadable(exeLink) ? digest(exeLink) : Optional.empty();
+            // One stat for both the permission check and the digest cache's key.
+            Map<String, Object> a = Files.readAttributes(exeLink, "unix:uid,gid,mode,dev,ino,size,lastModifiedTime");
+            digest = plainlyReadable(a) ? digest(exeLink, key(a)) : Optional.empty();
         } catch (java.nio.file.AccessDeniedException e) {
             // Executable but not readable by the runtime (an unmapped owner's file): a path, no digest.
             digest = Optional.empty();
@@ -104,7 +106,10 @@ final class IdentityCapture {
      * instead of a digest only privilege could read: a policy that pins a digest then denies it.
      */
     static boolean plainlyReadable(Path file) throws IOException {
-        Map<String, Object> a = Files.readAttributes(file, "unix:uid,gid,mode");
+        return plainlyReadable(Files.readAttributes(file, "unix:uid,gid,mode"));
+    }
+
+    private static boolean plainlyReadable(Map<String, Object> a) {
         int mode = (Integer) a.get("mode");
         if ((Integer) a.get("uid") == SELF_UID) {
             return (mode & 0400) != 0;
@@ -115,8 +120,7 @@ final class IdentityCapture {
         return (mode & 0004) != 0;
     }
 
-    private Optional<String> digest(Path exeLink) throws IOException {
-        FileKey before = key(exeLink);
+    private Optional<String> digest(Path exeLink, FileKey before) throws IOException {
         synchronized (this) {
             String cached = digests.get(before);
             if (cached != null) {
@@ -150,7 +154,10 @@ final class IdentityCapture {
     }
 
     private static FileKey key(Path exeLink) throws IOException {
-        Map<String, Object> a = Files.readAttributes(exeLink, "unix:dev,ino,size,lastModifiedTime");
+        return key(Files.readAttributes(exeLink, "unix:dev,ino,size,lastModifiedTime"));
+    }
+
+    private static FileKey key(Map<String, Object> a) {
         return new FileKey(((Number) a.get("dev")).longValue(), ((Number) a.get("ino")).longValue(),
                 ((Number) a.get("size")).longValue(), (FileTime) a.get("lastModifiedTime"));
     }

@@ -103,15 +103,18 @@ final class DnsPlane {
         IdentityResolution who = query.identity();
         Optional<PolicyGeneration> generation = mediation.policies().current();
         Decision decision = generation.isEmpty() ? mediation.policies().denyAll() : generation.get().decideName(who, q.name());
-        AuditLine line = AuditLine.of(mediation.clock().instant(), mediation.sandbox(), "dns", mediation.policies().number())
-                .decision(decision).identity(who).destination(q.name(), null, 0).field("qtype", String.valueOf(q.type()));
+        long generationNumber = mediation.policies().number();
+        // Built after the answer went out: the asker does not wait for the audit line.
+        java.util.function.Supplier<AuditLine> line = () -> AuditLine.of(mediation.clock().instant(), mediation.sandbox(), "dns",
+                generationNumber).decision(decision).identity(who).destination(q.name(), null, 0)
+                .field("qtype", String.valueOf(q.type()));
         if (decision instanceof Decision.Deny deny) {
             mediation.metrics().dnsQuery("denied");
             mediation.metrics().decision("dns", "deny", System.nanoTime() - started);
-            mediation.audit(line);
             int rcode = deny.cause() == DenyCause.IDENTITY_UNRESOLVED || deny.cause() == DenyCause.MALFORMED_REQUEST
                     ? DnsMessage.RCODE_REFUSED : DnsMessage.RCODE_NXDOMAIN;
             answerQuietly(query, DnsMessage.response(q, rcode));
+            mediation.audit(line.get());
             return;
         }
         Decision.Allow allow = (Decision.Allow) decision;
@@ -119,8 +122,8 @@ final class DnsPlane {
         if (q.qclass() != DnsMessage.CLASS_IN || (q.type() != DnsMessage.TYPE_A && q.type() != DnsMessage.TYPE_AAAA)) {
             // An allowed name has no other records here: an empty answer, so clients fall back to A/AAAA.
             mediation.metrics().dnsQuery("empty");
-            mediation.audit(line.field("answer", "empty"));
             answerQuietly(query, DnsMessage.response(q, DnsMessage.RCODE_NOERROR));
+            mediation.audit(line.get().field("answer", "empty"));
             return;
         }
         Optional<InetAddress> alias = mediation.aliases().lookup(q.name());
@@ -133,13 +136,13 @@ final class DnsPlane {
                 addresses = resolve(q.name());
             } catch (UnknownHostException e) {
                 mediation.metrics().dnsQuery("nxdomain");
-                mediation.audit(line.field("answer", "nxdomain"));
                 answerQuietly(query, DnsMessage.response(q, DnsMessage.RCODE_NXDOMAIN));
+                mediation.audit(line.get().field("answer", "nxdomain"));
                 return;
             } catch (IOException e) {
                 mediation.metrics().dnsQuery("servfail");
-                mediation.audit(line.field("answer", "servfail"));
                 answerQuietly(query, DnsMessage.response(q, DnsMessage.RCODE_SERVFAIL));
+                mediation.audit(line.get().field("answer", "servfail"));
                 return;
             }
         }
@@ -167,10 +170,10 @@ final class DnsPlane {
             }
         }
         mediation.metrics().dnsQuery("answered");
-        line.field("answer", answers.size() + " addresses" + (aliased ? " (operator alias)" : "")
-                + (refused > 0 ? ", " + refused + " of a refused class dropped" : ""));
-        mediation.audit(line);
+        // The answer goes out first (its pins are in place above); the asker does not wait for the audit line.
         answerQuietly(query, DnsMessage.response(q, DnsMessage.RCODE_NOERROR, answers, (int) ANSWER_TTL.toSeconds()));
+        mediation.audit(line.get().field("answer", answers.size() + " addresses" + (aliased ? " (operator alias)" : "")
+                + (refused > 0 ? ", " + refused + " of a refused class dropped" : "")));
     }
 
     /** Resolves with bounded retries of transient failures; a name that does not exist is not retried. */

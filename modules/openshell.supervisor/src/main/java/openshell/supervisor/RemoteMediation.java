@@ -62,7 +62,7 @@ final class RemoteMediation implements NetworkMediationSource {
     private static final int ECANCELED = 125;
 
     private final RemoteCalls calls;
-    private final BlockingQueue<PendingTcpOpen> opens = new ArrayBlockingQueue<>(MAX_QUEUED);
+    private final BlockingQueue<RemoteOpen> opens = new ArrayBlockingQueue<>(MAX_QUEUED);
     private final BlockingQueue<PendingDnsQuery> queries = new ArrayBlockingQueue<>(MAX_QUEUED);
     private final AtomicBoolean open = new AtomicBoolean(true);
     private final java.util.concurrent.atomic.AtomicInteger reopens = new java.util.concurrent.atomic.AtomicInteger();
@@ -169,9 +169,17 @@ final class RemoteMediation implements NetworkMediationSource {
         });
     }
 
+    /**
+     * Takes the next announced open and starts opening the Relay stream that will carry its
+     * decision (allow and deny alike), so the stream's set-up on both ends of the link runs while
+     * the caller decides and dials upstream instead of after it. An open is taken only by a caller
+     * that decides it, so every stream opened here carries a decision.
+     */
     @Override
     public Optional<PendingTcpOpen> acceptTcp(Duration timeout) {
-        return take(opens, timeout);
+        Optional<RemoteOpen> next = take(opens, timeout);
+        next.ifPresent(RemoteOpen::openRelayEarly);
+        return next.map(PendingTcpOpen.class::cast);
     }
 
     @Override
@@ -199,6 +207,11 @@ final class RemoteMediation implements NetworkMediationSource {
         return open.get() && calls.link().isOpen();
     }
 
+    /** @return announced opens not taken yet (for tests) */
+    int queuedOpens() {
+        return opens.size();
+    }
+
     @Override
     public void close() {
         if (open.compareAndSet(true, false)) {
@@ -213,7 +226,7 @@ final class RemoteMediation implements NetworkMediationSource {
                 }
             }
         }
-        List<PendingTcpOpen> left = new ArrayList<>();
+        List<RemoteOpen> left = new ArrayList<>();
         opens.drainTo(left);
         left.forEach(o -> o.deny(DenyReason.MEDIATION_UNAVAILABLE));
         List<PendingDnsQuery> leftQueries = new ArrayList<>();
@@ -230,6 +243,14 @@ final class RemoteMediation implements NetworkMediationSource {
      * @return the supervisor's end of the relay
      */
     static ByteChannel claim(RemoteCalls calls, String connectionId) {
+        return openRelay(calls, connectionId).allow();
+    }
+
+    /**
+     * Opens a Relay stream for a connection id without deciding anything yet: the runtime's end
+     * waits for the first message, the decision.
+     */
+    static RelayStream openRelay(RemoteCalls calls, String connectionId) {
         InboundBytes input = new InboundBytes();
         CreditedStream<RelayDown, RelayUp> relay = CreditedStream.create(CreditedStream.Kind.SUPERVISOR_RELAY,
                 new StreamObserver<>() {
@@ -255,13 +276,34 @@ final class RemoteMediation implements NetworkMediationSource {
                     }
                 }, Thread.ofVirtual().name("relay-" + connectionId).factory());
         relay.connect(calls.async().relay(relay.inbound()));
-        try {
-            relay.send(RelayUp.newBuilder().setDecision(RelayDecision.newBuilder()
-                    .setConnectionId(connectionId).setAllow(true)).build());
-        } catch (ProtocolException e) {
-            throw new BackendException(BackendException.Kind.UNAVAILABLE, "the relay stream failed: " + e.getMessage(), e);
+        return new RelayStream(connectionId, relay, input);
+    }
+
+    /** An opened Relay stream whose first message, the decision, is not sent yet. */
+    record RelayStream(String connectionId, CreditedStream<RelayDown, RelayUp> relay, InboundBytes input) {
+        /** Sends the allowing decision; the bytes then flow under message credits. */
+        ByteChannel allow() {
+            try {
+                relay.send(RelayUp.newBuilder().setDecision(RelayDecision.newBuilder()
+                        .setConnectionId(connectionId).setAllow(true)).build());
+            } catch (ProtocolException e) {
+                relay.fail(io.grpc.Status.CANCELLED.withDescription("the decision could not be sent"));
+                throw new BackendException(BackendException.Kind.UNAVAILABLE, "the relay stream failed: " + e.getMessage(), e);
+            }
+            return new RelayBytes(relay, input);
         }
-        return new RelayBytes(relay, input);
+
+        /** Sends the denying decision and ends the upload; the runtime ends the stream. */
+        void deny(int errno) {
+            try {
+                relay.send(RelayUp.newBuilder().setDecision(RelayDecision.newBuilder()
+                        .setConnectionId(connectionId).setAllow(false).setDenyErrno(errno)).build());
+                relay.complete();
+            } catch (ProtocolException e) {
+                relay.fail(io.grpc.Status.CANCELLED.withDescription("the decision could not be sent"));
+                throw new BackendException(BackendException.Kind.UNAVAILABLE, "the relay stream failed: " + e.getMessage(), e);
+            }
+        }
     }
 
     static IdentityResolution identity(boolean present, Identity identity, String unresolved) {
@@ -298,6 +340,9 @@ final class RemoteMediation implements NetworkMediationSource {
         private final IdentityResolution identity;
         private final SocketIdentity socket;
         private final AtomicBoolean decided = new AtomicBoolean();
+        /** Set once the Relay stream for the decision is being opened (early, or by the decision itself). */
+        private final AtomicBoolean relayOpening = new AtomicBoolean();
+        private final java.util.concurrent.CompletableFuture<RelayStream> relay = new java.util.concurrent.CompletableFuture<>();
 
         RemoteOpen(PendingConnection announced) {
             this.announced = announced;
@@ -329,6 +374,34 @@ final class RemoteMediation implements NetworkMediationSource {
             return socket;
         }
 
+        /** Starts opening the decision's Relay stream on its own thread; the decision waits for it. */
+        void openRelayEarly() {
+            if (relayOpening.compareAndSet(false, true)) {
+                Thread.ofVirtual().name("relay-open-" + announced.getConnectionId()).start(this::openRelayNow);
+            }
+        }
+
+        private void openRelayNow() {
+            try {
+                relay.complete(openRelay(calls, announced.getConnectionId()));
+            } catch (RuntimeException | Error e) {
+                relay.completeExceptionally(e);
+            }
+        }
+
+        /** The decision's stream: the one opened early, or one opened now. */
+        private RelayStream relayStream() {
+            if (relayOpening.compareAndSet(false, true)) {
+                openRelayNow();
+            }
+            try {
+                return relay.join();
+            } catch (java.util.concurrent.CompletionException e) {
+                throw new BackendException(BackendException.Kind.UNAVAILABLE, "the relay stream could not be opened: "
+                        + e.getCause(), e.getCause());
+            }
+        }
+
         private void decideOnce() {
             if (!decided.compareAndSet(false, true)) {
                 throw new BackendException(BackendException.Kind.INVALID, "connection " + announced.getConnectionId() + " is already decided");
@@ -344,12 +417,18 @@ final class RemoteMediation implements NetworkMediationSource {
                         + " has no resolved identity (" + unresolved.reason() + "); it can only be denied");
             }
             decideOnce();
-            return claim(calls, announced.getConnectionId());
+            return relayStream().allow();
         }
 
         @Override
         public void deny(DenyReason reason) {
             decideOnce();
+            if (!relayOpening.compareAndSet(false, true)) {
+                // Taken by a decider: its stream is open (or opening) and carries the denial.
+                relayStream().deny(errno(reason));
+                return;
+            }
+            // Never taken (refused at arrival, or drained at close): a plain stream carries the denial.
             StreamObserver<RelayUp> up = calls.async().relay(new StreamObserver<>() {
                 @Override
                 public void onNext(RelayDown down) {

@@ -183,9 +183,9 @@ final class SandboxMediation implements AutoCloseable {
         }
         if (decision instanceof Decision.Deny deny) {
             metrics.decision("connect", "deny", System.nanoTime() - started);
+            denyQuietly(open, deny.cause().isolationReason());
             audit(AuditLine.of(clock.instant(), sandbox.value(), "connect", number).decision(deny).identity(who)
                     .destination(where.host().orElse(null), where.address().orElse(to.address()), to.port()));
-            denyQuietly(open, deny.cause().isolationReason());
             return;
         }
         Decision.Allow allow = (Decision.Allow) decision;
@@ -195,22 +195,24 @@ final class SandboxMediation implements AutoCloseable {
         } catch (IOException e) {
             boolean timeout = e instanceof SocketTimeoutException;
             metrics.decision("connect", "upstream_failed", System.nanoTime() - started);
+            denyQuietly(open, timeout ? DenyReason.TIMEOUT : DenyReason.MEDIATION_UNAVAILABLE);
             audit(AuditLine.of(clock.instant(), sandbox.value(), "connect", number).decision(allow)
                     .field("upstream", timeout ? "timeout" : "failed").identity(who)
                     .destination(where.host().orElse(null), where.address().orElse(to.address()), to.port()));
-            denyQuietly(open, timeout ? DenyReason.TIMEOUT : DenyReason.MEDIATION_UNAVAILABLE);
             return;
         }
         metrics.decision("connect", "allow", System.nanoTime() - started);
-        audit(AuditLine.of(clock.instant(), sandbox.value(), "connect", number).decision(allow)
-                .field("upstream", "connected").identity(who)
-                .destination(where.host().orElse(null), where.address().orElse(to.address()), to.port()));
         ByteChannel channel;
         try {
             channel = open.allow();
         } catch (BackendException e) {
             LiveRelay.closeQuietly(upstream);
             return;
+        } finally {
+            // After the decision went out: the caller's connect does not wait for the audit line.
+            audit(AuditLine.of(clock.instant(), sandbox.value(), "connect", number).decision(allow)
+                    .field("upstream", "connected").identity(who)
+                    .destination(where.host().orElse(null), where.address().orElse(to.address()), to.port()));
         }
         LiveRelay relay = new LiveRelay(new Admission(who, where, allow), number, channel, upstream);
         relays.add(relay);

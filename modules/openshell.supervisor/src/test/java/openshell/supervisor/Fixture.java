@@ -65,23 +65,48 @@ final class Fixture implements AutoCloseable {
 
     /** Asks the DNS plane for the name's A record, as the workload's resolver would, so the answer is pinned. */
     byte[] resolve(IdentityResolution who, String name) throws Exception {
+        int before = audit.size();
         TestMediationSource.Query q = source.query(who, DnsMessage.query(4242, name, DnsMessage.TYPE_A));
-        return q.response.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+        byte[] response = q.response.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+        awaitAudit("dns", before);
+        return response;
     }
 
     /** Opens and expects it admitted; returns the workload's socket. */
     Socket connect(IdentityResolution who, InetAddress address, int port) throws Exception {
+        int before = audit.size();
         TestMediationSource.Open o = source.open(who, address, port);
         DenyReason r = o.outcome.get(WAIT.toSeconds(), TimeUnit.SECONDS);
         assertEquals(null, r, () -> "expected an allow; audit: " + audit);
-        return o.workload.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+        Socket workload = o.workload.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+        awaitAudit("connect", before);
+        return workload;
     }
 
     DenyReason denied(IdentityResolution who, InetAddress address, int port) throws Exception {
+        int before = audit.size();
         TestMediationSource.Open o = source.open(who, address, port);
         DenyReason r = o.outcome.get(WAIT.toSeconds(), TimeUnit.SECONDS);
         assertTrue(r != null, "expected a denial");
+        awaitAudit("connect", before);
         return r;
+    }
+
+    /**
+     * Waits for an audit line of {@code kind} after the first {@code before} lines: the line of a
+     * decision is written right after the decision went out, so it may trail the outcome.
+     */
+    void awaitAudit(String kind, int before) throws InterruptedException {
+        long deadline = System.nanoTime() + WAIT.toNanos();
+        while (System.nanoTime() < deadline) {
+            for (int i = before; i < audit.size(); i++) {
+                if (audit.get(i).contains("\"kind\":\"" + kind + "\"")) {
+                    return;
+                }
+            }
+            Thread.sleep(5);
+        }
+        throw new AssertionError("no " + kind + " audit line within " + WAIT + " in " + audit);
     }
 
     String lastAudit(String kind) {

@@ -237,8 +237,10 @@ class TcpMediationTest {
                     }
                 }
                 f.resolve(who("/usr/bin/nc"), "slow.test");
+                int before = f.audit.size();
                 TestMediationSource.Open o = f.source.open(who("/usr/bin/nc"), loopback(), full.getLocalPort());
                 assertEquals(DenyReason.TIMEOUT, o.outcome.get(WAIT.toSeconds(), TimeUnit.SECONDS));
+                f.awaitAudit("connect", before);
                 assertTrue(f.lastAudit("connect").contains("\"upstream\":\"timeout\""));
             } finally {
                 for (Socket s : fillers) {
