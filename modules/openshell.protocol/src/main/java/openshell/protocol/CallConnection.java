@@ -93,6 +93,26 @@ final class CallConnection {
         return maxStreams - streams.availablePermits();
     }
 
+    /**
+     * Waits until the server's SETTINGS arrived, the sign that it serves HTTP/2 on the connection.
+     * A peer that finished TLS and then closed, or went quiet, would otherwise look like a link
+     * until its first call failed.
+     *
+     * @param wait how long at most
+     * @return whether they arrived before the connection closed and before the wait ran out
+     */
+    boolean awaitPeerSettings(java.time.Duration wait) {
+        try {
+            CompletableFuture.anyOf(tap.peerSettings(), closed).get(wait.toNanos(), TimeUnit.NANOSECONDS);
+        } catch (java.util.concurrent.TimeoutException | java.util.concurrent.ExecutionException e) {
+            return false;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+        return tap.peerSettings().isDone() && open.get();
+    }
+
     /** @return frames dropped so far because their stream was already closed */
     long framesForClosedStreams() {
         return tap.framesDropped();

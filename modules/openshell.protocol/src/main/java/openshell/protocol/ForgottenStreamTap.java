@@ -2,6 +2,7 @@ package openshell.protocol;
 
 import java.util.Iterator;
 import java.util.LinkedHashSet;
+import java.util.concurrent.CompletableFuture;
 import java.util.function.IntConsumer;
 import java.util.function.Supplier;
 
@@ -34,6 +35,7 @@ final class ForgottenStreamTap extends FrameTap {
     private final IntConsumer connectionCredit;
     private final LinkedHashSet<Integer> forgotten = new LinkedHashSet<>();
     private volatile long framesDropped;
+    private final CompletableFuture<Void> peerSettings = new CompletableFuture<>();
 
     /**
      * @param source           the connection's plaintext bytes, as the server sent them
@@ -69,6 +71,16 @@ final class ForgottenStreamTap extends FrameTap {
         }
     }
 
+    /**
+     * Completes when the server's first SETTINGS frame (not an acknowledgement) was read: from
+     * then on the peer is known to speak HTTP/2 on this connection, not merely to have finished TLS.
+     *
+     * @return the future
+     */
+    CompletableFuture<Void> peerSettings() {
+        return peerSettings;
+    }
+
     /** @return frames dropped so far */
     long framesDropped() {
         return framesDropped;
@@ -76,6 +88,9 @@ final class ForgottenStreamTap extends FrameTap {
 
     @Override
     Verdict frame(int type, int flags, int streamId, int length) {
+        if (type == SETTINGS && streamId == 0 && (flags & SETTINGS_ACK) == 0) {
+            peerSettings.complete(null);
+        }
         if (streamId == 0 || (type != DATA && type != RST_STREAM && type != WINDOW_UPDATE) || !forgets(streamId)) {
             return Verdict.PASS;
         }

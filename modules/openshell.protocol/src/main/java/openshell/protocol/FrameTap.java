@@ -20,8 +20,10 @@ abstract class FrameTap implements Supplier<byte[]> {
     static final int DATA = 0x0;
     static final int HEADERS = 0x1;
     static final int RST_STREAM = 0x3;
+    static final int SETTINGS = 0x4;
     static final int WINDOW_UPDATE = 0x8;
     static final int END_STREAM = 0x1;
+    static final int SETTINGS_ACK = 0x1;
     private static final int NONE = Integer.MIN_VALUE;
 
     /**

@@ -63,7 +63,9 @@ public final class SupervisorEndpoint implements AutoCloseable {
 
     /**
      * Opens one link: dials the runtime, or takes the next runtime connection (opening the
-     * listener first if needed). Blocks until TLS is up.
+     * listener first if needed). Blocks until TLS is up and the runtime's HTTP/2 SETTINGS arrived,
+     * at most {@link ProtocolLimits#HANDSHAKE_TIMEOUT} for the latter, so a link it returns is one
+     * the runtime serves.
      *
      * @return the link
      */

@@ -46,7 +46,14 @@ public final class SupervisorLink implements AutoCloseable {
         try {
             LinkSecurity.checkPeer(peerPolicy, socket);
             SSLSocket tls = LinkSecurity.call(pin.sslContext(), pin.serverName(), socket);
-            return new SupervisorLink(socket, tls, tokens, pin.serverName());
+            SupervisorLink link = new SupervisorLink(socket, tls, tokens, pin.serverName());
+            if (!link.calls.awaitPeerSettings(ProtocolLimits.HANDSHAKE_TIMEOUT)) {
+                link.close();
+                throw new ProtocolException(Refusal.TRANSPORT_FAILED, "the runtime at " + pin.serverName()
+                        + " finished TLS but did not start HTTP/2 within " + ProtocolLimits.HANDSHAKE_TIMEOUT.toMillis()
+                        + " ms (it closed the link or went quiet)");
+            }
+            return link;
         } catch (IOException e) {
             closeQuietly(socket);
             throw new ProtocolException(Refusal.TRANSPORT_FAILED, "TLS to " + pin.serverName() + " failed", e);

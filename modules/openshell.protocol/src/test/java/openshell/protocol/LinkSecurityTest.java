@@ -112,4 +112,42 @@ class LinkSecurityTest {
             runtime.join(java.time.Duration.ofSeconds(30));
         }
     }
+
+    /**
+     * A peer that finishes TLS with the launch's own identity and then never speaks HTTP/2 is
+     * not a link: connect waits for its SETTINGS no longer than the handshake bound and fails.
+     */
+    @Test
+    void aPeerSilentAfterTlsFailsAtTheHandshakeBound() throws Exception {
+        LaunchTls tls = LaunchTls.issue("session-1");
+        TokenIssuer issuer = TokenIssuer.generate(Launch.ISSUER, "k", Clock.systemUTC());
+        java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(1);
+        try (java.nio.channels.ServerSocketChannel server = java.nio.channels.ServerSocketChannel.open()
+                .bind(new java.net.InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), 0))) {
+            Thread runtime = Thread.ofVirtual().start(() -> {
+                try (ChannelSocket socket = new ChannelSocket(server.accept())) {
+                    var quiet = LinkSecurity.serve(tls.runtime().sslContext(), tls.runtime().serverName(), socket);
+                    done.await();
+                    quiet.close();
+                } catch (IOException | InterruptedException e) {
+                    // the supervisor saw it fail either way
+                }
+            });
+            SupervisorEndpoint supervisor = SupervisorEndpoint.builder()
+                    .transport(Transport.tcp((java.net.InetSocketAddress) server.getLocalAddress()))
+                    .initiator(Initiator.SUPERVISOR)
+                    .pin(tls.pin())
+                    .tokens(new TokenSlot(issuer.mintPair(Launch.grant(), 1), Clock.systemUTC()))
+                    .build();
+            long start = System.nanoTime();
+            ProtocolException refused = assertThrows(ProtocolException.class, supervisor::connect);
+            long waitedMillis = (System.nanoTime() - start) / 1_000_000;
+            done.countDown();
+            assertEquals(Refusal.TRANSPORT_FAILED, refused.refusal(), refused.toString());
+            assertTrue(refused.getMessage().contains("did not start HTTP/2"), refused.getMessage());
+            assertTrue(waitedMillis >= ProtocolLimits.HANDSHAKE_TIMEOUT.toMillis(),
+                    "gave up after " + waitedMillis + " ms, before the bound");
+            runtime.join(java.time.Duration.ofSeconds(30));
+        }
+    }
 }
