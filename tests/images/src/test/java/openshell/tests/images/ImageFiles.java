@@ -126,4 +126,41 @@ final class ImageFiles {
         });
         return text;
     }
+
+    /**
+     * A process's resident pages of its image's AOT cache file, and how many of them are its own
+     * copies. The rest are the file's pages in the page cache, which the kernel shares between every
+     * process that maps the cache. (Private copies, not "dirty": right after a build the file's
+     * pages are dirty in the page cache until written back, and still shared.)
+     *
+     * @param residentKib resident
+     * @param privateKib  of those, copied into anonymous memory of this process
+     */
+    record CachePages(long residentKib, long privateKib) {
+    }
+
+    /**
+     * @param pid   a running JVM of an image
+     * @param cache the cache's file name, {@code openshell-<name>.aot}
+     * @return its pages of that file, from {@code /proc/<pid>/smaps}
+     */
+    static CachePages cachePages(long pid, String cache) throws IOException {
+        long resident = 0;
+        long copied = 0;
+        boolean inCache = false;
+        for (String line : Files.readAllLines(Path.of("/proc", Long.toString(pid), "smaps"))) {
+            if (line.matches("^[0-9a-f]+-[0-9a-f]+ .*")) {
+                inCache = line.endsWith("/lib/" + cache);
+            } else if (inCache && line.startsWith("Rss:")) {
+                resident += kib(line);
+            } else if (inCache && line.startsWith("Anonymous:")) {
+                copied += kib(line);
+            }
+        }
+        return new CachePages(resident, copied);
+    }
+
+    private static long kib(String smapsLine) {
+        return Long.parseLong(smapsLine.split("\\s+")[1]);
+    }
 }
