@@ -149,8 +149,19 @@ final class ResultsTable {
             s.append(" (").append(slow).append(')');
         }
         s.append(" | ").append(num(r.get("p50_ms"))).append(" / ").append(num(r.get("p99_ms"))).append(" | ");
-        List<?> leaks = r.get("leaks") instanceof List<?> l ? l : List.of();
-        s.append(leaks.isEmpty() ? "none" : leaks.size() + ": " + leaks);
+        if (r.get("leaks") instanceof List<?> leaks) {
+            s.append(leaks.isEmpty() ? "none" : leaks.size() + ": " + leaks);
+        } else {
+            s.append("**not checked**");
+        }
+        if (r.get("exited") instanceof List<?> exited && !exited.isEmpty()) {
+            s.append("; **").append(exited.size()).append(" process(es) exited:");
+            for (Object o : exited) {
+                Map<?, ?> e = (Map<?, ?>) o;
+                s.append(' ').append(e.get("sandbox")).append(' ').append(e.get("process"));
+            }
+            s.append("**");
+        }
         if (r.get("agents_cut_off") instanceof List<?> cut && !cut.isEmpty()) {
             s.append("; **").append(cut.size()).append(" agent(s) did not report**");
         }

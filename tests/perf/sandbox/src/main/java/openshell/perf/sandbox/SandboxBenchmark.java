@@ -107,6 +107,8 @@ public final class SandboxBenchmark {
     private Gateway gateway;
     private Path osperf;
     private Path workspace;
+    /** The run's OPENSHELL_HOME: the process driver keeps each sandbox's logs under it. */
+    private Path home;
     private String address;
     private long echoPort;
     private long sinkPort;
@@ -227,7 +229,7 @@ public final class SandboxBenchmark {
 
             String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
             List<String> cli = List.of(java, "-p", absolute("--cli-lib") + ":" + absolute("--cli-jar"), "-m", "openshell.cli/openshell.cli.Main");
-            Path home = Files.createDirectory(work.resolve("home"), PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
+            home = Files.createDirectory(work.resolve("home"), PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
             gateway = Gateway.start(cli, home, Map.of("OPENSHELL_HOME", home.toString(),
                     "OPENSHELL_SUPERVISOR_LAUNCHER", absolute("--supervisor-launcher"),
                     "OPENSHELL_RUNTIME_LAUNCHER", absolute("--runtime-launcher")));
@@ -825,21 +827,41 @@ public final class SandboxBenchmark {
                 + " failed otherwise, denied " + r.get("denied_refused") + " refused / " + r.get("denied_connected") + " connected / "
                 + r.get("denied_slow") + " timed out / " + r.get("denied_other_error") + " other, " + r.get("aborted") + " aborted, "
                 + tally.agents().size() + " of " + ids.size() + " agents reported");
-        // Settle: counts fall back once the last relays close; wait for it, bounded, then compare.
+        try {
+            leakCheck(ids, procs, before, r);
+        } finally {
+            // the figures stand even if the leak check itself could not finish (that is recorded too)
+            records.add(r);
+        }
+    }
+
+    /**
+     * Settle, then compare: counts fall back once the last relays close; wait for it (bounded by
+     * SETTLE), then compare with the before-counts. A supervisor or runtime that exited meanwhile
+     * is a crash, not a leak: reported as such with the tail of its log, and the others are still
+     * checked.
+     */
+    private void leakCheck(List<String> ids, Map<String, SandboxProcesses> procs, Map<String, List<SandboxProcesses.Holdings>> before,
+                           Map<String, Object> r) throws IOException, InterruptedException {
         log("soak: leak check of " + ids.size() + " sandbox(es), settling up to " + SETTLE.toSeconds() + " s");
         List<Map<String, Object>> leaks = new ArrayList<>();
+        Map<String, Map<String, Object>> exited = new LinkedHashMap<>();
         long settleEnd = System.nanoTime() + SETTLE.toNanos();
         boolean settled = false;
-        Map<String, List<SandboxProcesses.Holdings>> after = new LinkedHashMap<>();
+        Map<String, List<Optional<SandboxProcesses.Holdings>>> after = new LinkedHashMap<>();
         while (!settled) {
             settled = true;
             for (String id : ids) {
                 SandboxProcesses p = procs.get(id);
-                List<SandboxProcesses.Holdings> now = List.of(SandboxProcesses.holdings(p.supervisor()),
-                        SandboxProcesses.holdings(p.runtime()));
+                List<Optional<SandboxProcesses.Holdings>> now = List.of(alive(p.supervisor()), alive(p.runtime()));
                 after.put(id, now);
                 for (int k = 0; k < 2; k++) {
-                    if (grew(before.get(id).get(k), now.get(k))) {
+                    if (now.get(k).isEmpty()) {
+                        String key = id + " " + PROCESS_NAMES.get(k);
+                        if (!exited.containsKey(key)) {
+                            exited.put(key, exitedProcess(id, k));
+                        }
+                    } else if (grew(before.get(id).get(k), now.get(k).get())) {
                         settled = false;
                     }
                 }
@@ -854,30 +876,75 @@ public final class SandboxBenchmark {
         for (String id : ids) {
             for (int k = 0; k < 2; k++) {
                 SandboxProcesses.Holdings b = before.get(id).get(k);
-                SandboxProcesses.Holdings a = after.get(id).get(k);
-                if (grew(b, a)) {
+                Optional<SandboxProcesses.Holdings> a = after.get(id).get(k);
+                if (a.isPresent() && grew(b, a.get())) {
                     Map<String, Object> leak = new LinkedHashMap<>();
                     leak.put("sandbox", id);
-                    leak.put("process", k == 0 ? "supervisor" : "runtime");
+                    leak.put("process", PROCESS_NAMES.get(k));
                     leak.put("before", b.json());
-                    leak.put("after", a.json());
+                    leak.put("after", a.get().json());
                     leaks.add(leak);
                 }
             }
         }
         String first = ids.getFirst();
         r.put("example_before", Map.of("supervisor", before.get(first).get(0).json(), "runtime", before.get(first).get(1).json()));
-        r.put("example_after", Map.of("supervisor", after.get(first).get(0).json(), "runtime", after.get(first).get(1).json()));
+        Map<String, Object> example = new LinkedHashMap<>();
+        for (int k = 0; k < 2; k++) {
+            example.put(PROCESS_NAMES.get(k), after.get(first).get(k).<Object>map(SandboxProcesses.Holdings::json).orElse("exited"));
+        }
+        r.put("example_after", example);
         r.put("leak_checked_sandboxes", ids.size());
         r.put("leaks", leaks);
+        r.put("exited", List.copyOf(exited.values()));
         r.put("leak_bounds", "after settling <= " + SETTLE.toSeconds() + " s: threads <= before + " + THREAD_SLACK + ", fds and sockets <= before + "
                 + FD_SLACK + ", runtime children <= before");
         log("soak: leak check: " + ids.size() + " sandbox(es), " + (settled ? "settled" : "not settled within " + SETTLE.toSeconds() + " s")
-                + ", " + leaks.size() + " leak(s); first sandbox " + first + " before " + r.get("example_before") + " after " + r.get("example_after"));
+                + ", " + leaks.size() + " leak(s), " + exited.size() + " process(es) exited; " + first + " before " + r.get("example_before")
+                + " after " + example);
         if (!leaks.isEmpty()) {
             violations.add("soak: " + leaks.size() + " process(es) kept more threads, fds or sockets than before: " + leaks);
         }
-        records.add(r);
+        if (!exited.isEmpty()) {
+            violations.add("soak: " + exited.size() + " supervisor or runtime process(es) exited during the soak (a crash, not a leak): "
+                    + String.join(", ", exited.keySet()) + " (log tails in the record's \"exited\")");
+        }
+    }
+
+    /** The two processes of a sandbox, in the order of the leak check's lists. */
+    private static final List<String> PROCESS_NAMES = List.of("supervisor", "runtime");
+    /** Lines of a crashed process's log kept in the record. */
+    private static final int LOG_TAIL_LINES = 40;
+
+    /** What the process holds, or empty once it has exited. */
+    private static Optional<SandboxProcesses.Holdings> alive(long pid) throws IOException {
+        try {
+            return Optional.of(SandboxProcesses.holdings(pid));
+        } catch (IOException e) {
+            if (Files.exists(Path.of("/proc", Long.toString(pid)))) {
+                throw e;
+            }
+            return Optional.empty();
+        }
+    }
+
+    /** A process that exited during the soak: which, and the end of its log (the driver's file). */
+    private Map<String, Object> exitedProcess(String id, int k) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("sandbox", id);
+        m.put("process", PROCESS_NAMES.get(k));
+        Path file = home.resolve("drivers").resolve("process").resolve("sandboxes").resolve(id).resolve(PROCESS_NAMES.get(k) + ".log");
+        List<String> tail;
+        try {
+            List<String> lines = Files.readAllLines(file, StandardCharsets.UTF_8);
+            tail = List.copyOf(lines.subList(Math.max(0, lines.size() - LOG_TAIL_LINES), lines.size()));
+        } catch (IOException e) {
+            tail = List.of("(no log: " + e + ")");
+        }
+        m.put("log_tail", tail);
+        log("soak: the " + PROCESS_NAMES.get(k) + " of " + id + " exited during the soak; its log ends: "
+                + String.join(" | ", tail.subList(Math.max(0, tail.size() - 5), tail.size())));
+        return m;
     }
 
     private static boolean grew(SandboxProcesses.Holdings before, SandboxProcesses.Holdings after) {

@@ -119,6 +119,16 @@ class SoakTallyTest {
     }
 
     @Test
+    void theResultsRowNamesProcessesThatExitedAndALeakCheckThatDidNotRun() {
+        Map<String, Object> r = Json.object("{\"variant\":\"1 sandbox\",\"ops\":10,\"target_ops_per_s\":1000.0,\"ops_per_s\":10.0,"
+                + "\"allowed_ok\":9,\"allowed_failed\":0,\"denied_refused\":1,\"denied_connected\":0,\"denied_other_error\":0,"
+                + "\"p50_ms\":1.0,\"p99_ms\":1.0,\"leaks\":[],\"exited\":[{\"sandbox\":\"sb-x\",\"process\":\"runtime\",\"log_tail\":[]}]}");
+        assertTrue(ResultsTable.soakRow(r).contains("| none; **1 process(es) exited: sb-x runtime** |"), ResultsTable.soakRow(r));
+        r.remove("leaks");
+        assertTrue(ResultsTable.soakRow(r).contains("| **not checked**; "), ResultsTable.soakRow(r));
+    }
+
+    @Test
     void aRecordFromBeforeTheTimeBoundStillRenders() {
         Map<String, Object> old = Json.object("{\"scenario\":\"soak\",\"variant\":\"1 sandbox\",\"ops\":59994,\"ops_per_s\":378.2,"
                 + "\"allowed_ok\":54000,\"allowed_failed\":0,\"denied_refused\":5994,\"denied_connected\":0,\"denied_other_error\":0,"
