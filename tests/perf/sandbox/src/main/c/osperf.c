@@ -14,7 +14,10 @@
  *   osperf hold HOST PORT N RELEASE_FILE MAX_S          open N connections, hold until the file exists
  *   osperf rate HOST PORT DENY_PORT RATE SECONDS THREADS [START_FILE]
  *                                                       paced connect/echo/close; every 10th to DENY_PORT;
- *                                                       after ready, waits (up to 300 s) for START_FILE
+ *                                                       after ready, waits (up to START_WAIT_S) for START_FILE;
+ *                                                       stops starting connects after SECONDS, however few it
+ *                                                       managed, and waits at most RATE_DRAIN_S for the rest;
+ *                                                       prints a "rate" line (the tally) before "result"
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -40,6 +43,10 @@
 #define IO_TIMEOUT_S 30
 /* Largest concurrency of connect and rate modes. */
 #define MAX_THREADS 64
+/* Rate mode: longest wait for connects still in flight when the time is up (seconds). */
+#define RATE_DRAIN_S 5
+/* Rate mode: longest wait after ready for the start file (seconds). */
+#define START_WAIT_S 300
 /* Wait for one DNS answer before counting the query as lost (seconds). */
 #define DNS_TIMEOUT_S 1
 #define CHUNK (64 * 1024)
@@ -571,53 +578,91 @@ static int run_hold(const char *host, int port, long n, const char *release, int
 
 /* ---- rate ---- */
 
+/*
+ * Bounded by time, not by count: threads start connects on a pace of RATE per second until
+ * SECONDS have passed (a machine too slow for the pace starts fewer), then stop starting new
+ * ones; connects still in flight get RATE_DRAIN_S to end and are then abandoned (the process
+ * exits, the kernel closes them) and reported as aborted. The counters are atomics so the main
+ * thread can report while an abandoned worker is still blocked.
+ *
+ * Failures are classified so the harness can tell a slow machine from a wrong answer: "slow" is
+ * a timeout or a bound reached under load (ETIMEDOUT: no decision in time; EAGAIN: a socket
+ * timeout or the mediation's pending bound; EINPROGRESS: the connect's own send timeout), every
+ * other errno is "other". A denied connect "refused" got EACCES or EPERM.
+ */
 struct rate_job {
     struct sockaddr_in allow, deny;
     double per_thread_rate;
     long long end;
-    long ok, failed, denied_ok, denied_refused, denied_other;
+    long started;
+    long ok, failed_slow, failed_other, denied_ok, denied_refused, denied_slow, denied_other;
     long long *samples;
     long n, cap;
-    int first_errno;
+    int first_errno, first_denied_errno, done;
 };
+
+static int slow_errno(int e) {
+    return e == ETIMEDOUT || e == EAGAIN || e == EWOULDBLOCK || e == EINPROGRESS;
+}
+
+/* release: a reader that sees an outcome also sees the "started" counted before it */
+static void bump(long *counter) {
+    __atomic_fetch_add(counter, 1, __ATOMIC_RELEASE);
+}
+
+static long load(const long *counter) {
+    return __atomic_load_n(counter, __ATOMIC_ACQUIRE);
+}
 
 static void *rate_worker(void *p) {
     struct rate_job *j = p;
     long long interval = (long long) (1e9 / j->per_thread_rate);
     long long next = now_ns();
     long i = 0;
-    while (next < j->end) {
+    for (;;) {
         long long t = now_ns();
+        /* next >= end: the pace is done; t >= end: the time is up, however far behind the pace */
+        if (next >= j->end || t >= j->end) {
+            break;
+        }
         if (t < next) {
-            struct timespec s = {0, (long) (next - t)};
+            struct timespec s = {(time_t) ((next - t) / 1000000000LL), (long) ((next - t) % 1000000000LL)};
             nanosleep(&s, NULL);
         }
         next += interval;
+        bump(&j->started);
         if (++i % 10 == 0) {
             int r = connect_once(&j->deny);
             if (r == 0) {
-                j->denied_ok++;
+                bump(&j->denied_ok);
             } else if (r == -EACCES || r == -EPERM) {
-                j->denied_refused++;
+                bump(&j->denied_refused);
             } else {
-                j->denied_other++;
+                if (!j->first_denied_errno) {
+                    __atomic_store_n(&j->first_denied_errno, -r, __ATOMIC_RELAXED);
+                }
+                bump(slow_errno(-r) ? &j->denied_slow : &j->denied_other);
             }
             continue;
         }
         long long s = now_ns();
         int r = connect_once(&j->allow);
+        long long took = now_ns() - s;
         if (j->n < j->cap) {
-            j->samples[j->n++] = now_ns() - s;
+            j->samples[j->n] = took;
+            __atomic_store_n(&j->n, j->n + 1, __ATOMIC_RELEASE);
         }
         if (r == 0) {
-            j->ok++;
+            bump(&j->ok);
         } else {
-            if (!j->failed) {
-                j->first_errno = -r;
+            /* the first errno that is not a timeout tells most; else the first timeout */
+            if (!j->first_errno || (slow_errno(j->first_errno) && !slow_errno(-r))) {
+                __atomic_store_n(&j->first_errno, -r, __ATOMIC_RELAXED);
             }
-            j->failed++;
+            bump(slow_errno(-r) ? &j->failed_slow : &j->failed_other);
         }
     }
+    __atomic_store_n(&j->done, 1, __ATOMIC_RELEASE);
     return NULL;
 }
 
@@ -625,54 +670,104 @@ static int run_rate(const char *host, int port, int deny_port, double rate, int 
     if (threads < 1 || threads > MAX_THREADS) {
         threads = 1;
     }
-    struct rate_job jobs[MAX_THREADS];
+    if (rate <= 0 || seconds < 1) {
+        printf("{\"error\":\"rate and seconds must be positive\"}\n");
+        return 1;
+    }
+    static struct rate_job jobs[MAX_THREADS];
     pthread_t th[MAX_THREADS];
     struct sockaddr_in allow = target(host, port), deny = target(host, deny_port);
-    if (connect_once(&allow) != 0) {
+    int w = connect_once(&allow);
+    if (w != 0) {
+        errno = -w;
         die("warm-up connect");
     }
     ready("rate");
     if (start) {
         struct stat st;
-        long long until = now_ns() + 300LL * 1000000000LL;
-        while (stat(start, &st) != 0 && now_ns() < until) {
+        long long until = now_ns() + START_WAIT_S * 1000000000LL;
+        while (stat(start, &st) != 0) {
+            if (now_ns() >= until) {
+                printf("{\"error\":\"start file %s did not appear within %d s\"}\n", start, START_WAIT_S);
+                return 1;
+            }
             usleep(20000);
         }
     }
     long cap = (long) (rate * seconds / threads) + 16;
     long long t0 = now_ns();
+    long long end = t0 + (long long) seconds * 1000000000LL;
     for (int k = 0; k < threads; k++) {
-        jobs[k] = (struct rate_job){.allow = allow, .deny = deny, .per_thread_rate = rate / threads,
-                                    .end = t0 + (long long) seconds * 1000000000LL, .cap = cap};
+        jobs[k] = (struct rate_job){.allow = allow, .deny = deny, .per_thread_rate = rate / threads, .end = end, .cap = cap};
         jobs[k].samples = calloc((size_t) cap, sizeof(long long));
-        pthread_create(&th[k], NULL, rate_worker, &jobs[k]);
+        if (!jobs[k].samples || pthread_create(&th[k], NULL, rate_worker, &jobs[k]) != 0) {
+            die("rate thread");
+        }
     }
-    long ok = 0, failed = 0, dok = 0, dref = 0, doth = 0, n = 0;
-    int first = 0;
-    for (int k = 0; k < threads; k++) {
-        pthread_join(th[k], NULL);
-        ok += jobs[k].ok;
-        failed += jobs[k].failed;
-        dok += jobs[k].denied_ok;
-        dref += jobs[k].denied_refused;
-        doth += jobs[k].denied_other;
-        n += jobs[k].n;
-        if (!first) {
-            first = jobs[k].first_errno;
+    /* the drain: wait for every worker, but no longer than RATE_DRAIN_S after the end */
+    long long drain_end = end + RATE_DRAIN_S * 1000000000LL;
+    int all_done = 0;
+    while (!all_done && now_ns() < drain_end) {
+        all_done = 1;
+        for (int k = 0; k < threads; k++) {
+            all_done &= __atomic_load_n(&jobs[k].done, __ATOMIC_ACQUIRE);
+        }
+        if (!all_done) {
+            usleep(10000);
+        }
+    }
+    if (all_done) {
+        for (int k = 0; k < threads; k++) {
+            pthread_join(th[k], NULL);
         }
     }
     long long elapsed = now_ns() - t0;
+    long started = 0, ok = 0, fslow = 0, fother = 0, dok = 0, dref = 0, dslow = 0, doth = 0, n = 0;
+    int first = 0, first_denied = 0;
+    for (int k = 0; k < threads; k++) {
+        struct rate_job *j = &jobs[k];
+        /* outcomes before "started": every op with an outcome read here is also in "started" */
+        ok += load(&j->ok);
+        fslow += load(&j->failed_slow);
+        fother += load(&j->failed_other);
+        dok += load(&j->denied_ok);
+        dref += load(&j->denied_refused);
+        dslow += load(&j->denied_slow);
+        doth += load(&j->denied_other);
+        started += load(&j->started);
+        n += load(&j->n);
+        int e = __atomic_load_n(&j->first_errno, __ATOMIC_RELAXED);
+        if (e && (!first || (slow_errno(first) && !slow_errno(e)))) {
+            first = e;
+        }
+        if (!first_denied) {
+            first_denied = __atomic_load_n(&j->first_denied_errno, __ATOMIC_RELAXED);
+        }
+    }
     long long *all = calloc((size_t) n + 1, sizeof *all);
     long m = 0;
-    for (int k = 0; k < threads; k++) {
-        memcpy(all + m, jobs[k].samples, (size_t) jobs[k].n * sizeof *all);
-        m += jobs[k].n;
+    for (int k = 0; k < threads && m < n; k++) {
+        long jn = load(&jobs[k].n);
+        if (jn > n - m) {
+            jn = n - m;
+        }
+        memcpy(all + m, jobs[k].samples, (size_t) jn * sizeof *all);
+        m += jn;
     }
-    printf("{\"rate\":{\"ok\":%ld,\"failed\":%ld,\"first_error\":\"%s\",\"denied_connected\":%ld,"
-           "\"denied_refused\":%ld,\"denied_other\":%ld}}\n",
-           ok, failed, first ? strerror(first) : "", dok, dref, doth);
-    print_samples("rate", all, n, elapsed, failed, 0);
-    return 0;
+    /* started but without an outcome when the drain ended: abandoned in flight */
+    long aborted = started - (ok + fslow + fother + dok + dref + dslow + doth);
+    printf("{\"rate\":{\"target_per_s\":%.3f,\"seconds\":%d,\"drain_s\":%d,\"threads\":%d,\"attempted\":%ld,"
+           "\"ok\":%ld,\"failed\":%ld,\"failed_slow\":%ld,\"failed_other\":%ld,\"first_error\":\"%s\","
+           "\"denied_connected\":%ld,\"denied_refused\":%ld,\"denied_slow\":%ld,\"denied_other\":%ld,"
+           "\"first_denied_error\":\"%s\",\"aborted\":%ld,\"window_ns\":%lld,\"elapsed_ns\":%lld,"
+           "\"achieved_per_s\":%.3f}}\n",
+           rate, seconds, RATE_DRAIN_S, threads, started, ok, fslow + fother, fslow, fother, first ? strerror(first) : "",
+           dok, dref, dslow, doth, first_denied ? strerror(first_denied) : "", aborted, end - t0, elapsed,
+           started / (double) seconds);
+    print_samples("rate", all, m, elapsed, fslow + fother, 0);
+    /* abandoned workers may still be blocked in a connect: exit ends them */
+    fflush(stdout);
+    _exit(0);
 }
 
 int main(int argc, char **argv) {

@@ -22,9 +22,13 @@ final class ClientRun {
     private static final Object END = new Object();
     /** How often an agent's output file is read. */
     private static final Duration AGENT_POLL = Duration.ofMillis(20);
+    /** The key of the line an agent's shell appends when osperf ended: {@code {"agent_exit":STATUS}}. */
+    static final String AGENT_EXIT = "agent_exit";
+    /** Longest quoted piece of a line that cannot be read. */
+    private static final int QUOTE = 200;
 
     private final String what;
-    private final long deadline;
+    private volatile long deadline;
     private final LinkedBlockingQueue<Object> lines = new LinkedBlockingQueue<>();
     private final ByteArrayOutputStream partial = new ByteArrayOutputStream();
     private final StringBuilder stderr = new StringBuilder();
@@ -32,6 +36,7 @@ final class ClientRun {
     private volatile int exit = Integer.MIN_VALUE;
     private volatile long firstByteNanos = -1;
     private volatile AutoCloseable closer = () -> { };
+    private volatile boolean closed;
 
     ClientRun(String what, Duration deadline) {
         this.what = what;
@@ -71,8 +76,9 @@ final class ClientRun {
 
     /**
      * Follows osperf's output written to a file by a sandbox's agent ({@code sh -c 'exec osperf
-     * ... >FILE'}): used where a long exec stream does not survive the run (tests/perf/README.md).
-     * The run ends at the first result or error line.
+     * ... >FILE; printf '\n{"agent_exit":%d}\n' $? >>FILE'}): used where a long exec stream
+     * does not survive the run (tests/perf/README.md). The run ends at the first result or error
+     * line, or at the agent's exit line (osperf cut off before its result: exit status of osperf).
      */
     static ClientRun agentFile(String what, Path file, Duration deadline) {
         ClientRun run = new ClientRun(what, deadline);
@@ -81,7 +87,7 @@ final class ClientRun {
             long offset = 0;
             StringBuilder seen = new StringBuilder();
             try {
-                while (System.nanoTime() - run.deadline < 0) {
+                while (!run.closed && System.nanoTime() - run.deadline < 0) {
                     if (Files.exists(file)) {
                         byte[] all = Files.readAllBytes(file);
                         if (all.length > offset) {
@@ -89,6 +95,11 @@ final class ClientRun {
                             offset = all.length;
                             run.stdout(fresh, started);
                             seen.append(new String(fresh, StandardCharsets.UTF_8));
+                            int exitAt = seen.indexOf("{\"" + AGENT_EXIT + "\":");
+                            if (exitAt >= 0 && seen.charAt(seen.length() - 1) == '\n') {
+                                run.exit(exitStatus(seen.substring(exitAt)));
+                                return;
+                            }
                             if (seen.indexOf("\"result\"") >= 0 || seen.indexOf("\"error\"") >= 0) {
                                 // the result line is complete once its newline arrived
                                 if (seen.charAt(seen.length() - 1) == '\n') {
@@ -100,6 +111,7 @@ final class ClientRun {
                     }
                     Thread.sleep(AGENT_POLL);
                 }
+                run.fail(run.closed ? "closed" : "no result within the deadline");
             } catch (IOException e) {
                 run.fail(e.toString());
             } catch (InterruptedException e) {
@@ -107,6 +119,19 @@ final class ClientRun {
             }
         });
         return run;
+    }
+
+    private static int exitStatus(String exitLine) {
+        try {
+            return Integer.parseInt(exitLine.substring(exitLine.indexOf(':') + 1, exitLine.indexOf('}')).strip());
+        } catch (RuntimeException e) {
+            return -1;
+        }
+    }
+
+    /** Bounds the waits from now on by {@code deadline} (a run with phases, each with its own bound). */
+    void rearm(Duration deadline) {
+        this.deadline = System.nanoTime() + deadline.toNanos();
     }
 
     void onClose(AutoCloseable c) {
@@ -149,24 +174,44 @@ final class ClientRun {
     }
 
     /**
-     * The next JSON line; an error line of osperf, an early end or the deadline throws.
+     * The next JSON line; an error line of osperf, an agent's exit line, a line that is not JSON
+     * (cut off), an early end or the deadline throws, naming the run. Blank lines and text lines
+     * (stderr written to the same file) are kept as stderr and skipped.
      */
     Map<String, Object> next() throws IOException, InterruptedException {
-        long left = deadline - System.nanoTime();
-        Object line = left > 0 ? lines.poll(left, TimeUnit.NANOSECONDS) : lines.poll();
-        if (line == null) {
-            close();
-            throw new IOException(what + ": no output before the deadline; stderr: " + stderr);
+        while (true) {
+            long left = deadline - System.nanoTime();
+            Object line = left > 0 ? lines.poll(left, TimeUnit.NANOSECONDS) : lines.poll();
+            if (line == null) {
+                close();
+                throw new IOException(what + ": no output before the deadline; stderr: " + stderr);
+            }
+            if (line == END) {
+                lines.add(END);
+                throw new IOException(what + ": ended (exit " + exit + (failure == null ? "" : ", " + failure) + ") before the expected line; stderr: " + stderr);
+            }
+            String text = ((String) line).strip();
+            if (!text.startsWith("{")) {
+                if (!text.isEmpty()) {
+                    stderr(text + "\n");
+                }
+                continue;
+            }
+            Map<String, Object> m;
+            try {
+                m = Json.object(text);
+            } catch (RuntimeException e) {
+                throw new IOException(what + ": an output line is not JSON (the client was cut off?): "
+                        + (text.length() > QUOTE ? text.substring(0, QUOTE) + "..." : text) + "; stderr: " + stderr);
+            }
+            if (m.containsKey("error")) {
+                throw new IOException(what + ": " + m.get("error") + "; stderr: " + stderr);
+            }
+            if (m.containsKey(AGENT_EXIT)) {
+                throw new IOException(what + ": osperf ended (status " + m.get(AGENT_EXIT) + ") before the expected line; stderr: " + stderr);
+            }
+            return m;
         }
-        if (line == END) {
-            lines.add(END);
-            throw new IOException(what + ": ended (exit " + exit + (failure == null ? "" : ", " + failure) + ") before the expected line; stderr: " + stderr);
-        }
-        Map<String, Object> m = Json.object((String) line);
-        if (m.containsKey("error")) {
-            throw new IOException(what + ": " + m.get("error") + "; stderr: " + stderr);
-        }
-        return m;
     }
 
     /** The next line that has {@code key}. */
@@ -199,6 +244,7 @@ final class ClientRun {
     }
 
     void close() {
+        closed = true;
         try {
             closer.close();
         } catch (Exception e) {

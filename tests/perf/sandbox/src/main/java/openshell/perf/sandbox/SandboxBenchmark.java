@@ -62,9 +62,15 @@ public final class SandboxBenchmark {
     static final int[] SCALE_LEVELS = {1, 5, 10, 20};
     /** Mediated connections each sandbox holds open while its memory is read. */
     static final int HELD_CONNECTIONS = 100;
-    /** Soak: mediated connects per second (all sandboxes together) and duration. */
+    /**
+     * Soak: mediated connects per second (all sandboxes together), the target; and the duration,
+     * the bound: osperf stops starting connects when it is up (plus at most RATE_DRAIN_S, 5 s,
+     * for those in flight) and reports the rate it achieved.
+     */
     static final int SOAK_RATE = 1_000;
     static final int SOAK_SECONDS = 60;
+    /** osperf's RATE_DRAIN_S: longest wait for the soak's connects in flight when its time is up (s). */
+    static final int OSPERF_RATE_DRAIN_S = 5;
     /** Client threads pacing the soak's connects in one sandbox. */
     static final int SOAK_THREADS = 16;
     /** Growth of threads, fds and sockets after a soak that still counts as settled, not leaked. */
@@ -72,7 +78,10 @@ public final class SandboxBenchmark {
     static final int FD_SLACK = 4;
     /** Longest wait for the counts to settle back after a soak. */
     static final Duration SETTLE = Duration.ofSeconds(30);
-    /** Longest any one client run may take (osperf's own alarm is 600 s). */
+    /**
+     * Longest any one client run may take (osperf's own alarm is 600 s); the soak's agents get it
+     * twice: up to their ready line, and again from the start of the timed run to their report.
+     */
     static final Duration RUN_DEADLINE = Duration.ofSeconds(300);
     /** The sandboxes' resolver relay, from inside (issue 5 design: 127.0.0.53). */
     static final String SANDBOX_RESOLVER = "127.0.0.53";
@@ -98,6 +107,8 @@ public final class SandboxBenchmark {
     private Gateway gateway;
     private Path osperf;
     private Path workspace;
+    /** The run's OPENSHELL_HOME: the process driver keeps each sandbox's logs under it. */
+    private Path home;
     private String address;
     private long echoPort;
     private long sinkPort;
@@ -218,7 +229,7 @@ public final class SandboxBenchmark {
 
             String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
             List<String> cli = List.of(java, "-p", absolute("--cli-lib") + ":" + absolute("--cli-jar"), "-m", "openshell.cli/openshell.cli.Main");
-            Path home = Files.createDirectory(work.resolve("home"), PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
+            home = Files.createDirectory(work.resolve("home"), PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
             gateway = Gateway.start(cli, home, Map.of("OPENSHELL_HOME", home.toString(),
                     "OPENSHELL_SUPERVISOR_LAUNCHER", absolute("--supervisor-launcher"),
                     "OPENSHELL_RUNTIME_LAUNCHER", absolute("--runtime-launcher")));
@@ -387,7 +398,10 @@ public final class SandboxBenchmark {
         // The agent stays (sleep) after the client, so the sandbox and its processes outlive the run.
         StringBuilder cmd = new StringBuilder();
         argv.forEach(a -> cmd.append(a).append(' '));
-        cmd.append(">").append(output).append(" 2>&1; exec /bin/sleep 600");
+        // Then an exit line, so a client that was cut off (killed, crashed) ends the harness's wait
+        // at once with its status instead of at the deadline; the newline ends a half-written line.
+        cmd.append(">").append(output).append(" 2>&1; printf '\\n{\"").append(ClientRun.AGENT_EXIT)
+                .append("\":%d}\\n' $? >>").append(output).append("; exec /bin/sleep 600");
         String id = gateway.create(name, policy, workspace, List.of("/bin/sh", "-c", cmd.toString()));
         sandboxes.add(id);
         return id;
@@ -736,7 +750,12 @@ public final class SandboxBenchmark {
     /**
      * Paced connects (every tenth to the denied port) in {@code count} fresh sandboxes at once,
      * then leak checks. The client is each sandbox's agent (see {@link #agentSide}); it waits
-     * after its ready line until the harness has read the before-counts.
+     * after its ready line until the harness has read the before-counts (the readiness gate: no
+     * timing starts before every agent is ready). The run is bounded by time: osperf stops
+     * starting connects after the soak's seconds and drains the rest within its RATE_DRAIN_S, so
+     * a machine too slow for the target shows as a lower achieved rate, not as a run that does
+     * not end. Whatever the agents report, and whether or not all of them do, the leak check
+     * runs on every sandbox; {@link SoakTally} says what counts as a violation.
      */
     private void soak(int count, int ratePerSandbox) throws Exception {
         int seconds = full ? SOAK_SECONDS : 3;
@@ -744,6 +763,20 @@ public final class SandboxBenchmark {
         Path go = workspace.resolve("soak-go-" + count);
         List<String> ids = new ArrayList<>();
         List<ClientRun> runs = new ArrayList<>();
+        try {
+            soak(count, ratePerSandbox, seconds, go, ids, runs);
+        } finally {
+            for (ClientRun run : runs) {
+                run.close();
+            }
+            for (String id : ids) {
+                gateway.delete(id);
+                sandboxes.remove(id);
+            }
+        }
+    }
+
+    private void soak(int count, int ratePerSandbox, int seconds, Path go, List<String> ids, List<ClientRun> runs) throws Exception {
         for (int i = 0; i < count; i++) {
             Path output = workspace.resolve("soak-" + count + "-" + i + ".jsonl");
             List<String> argv = List.of(osperf.toString(), "rate", address, str(echoPort), str(deniedPort), str(ratePerSandbox),
@@ -762,64 +795,73 @@ public final class SandboxBenchmark {
             procs.put(id, p);
             before.put(id, List.of(SandboxProcesses.holdings(p.supervisor()), SandboxProcesses.holdings(p.runtime())));
         }
+        // From here each agent's report is due within RUN_DEADLINE of the start, not of its
+        // sandbox's creation (creating 20 sandboxes on a loaded machine takes minutes).
+        runs.forEach(run -> run.rearm(RUN_DEADLINE));
         Files.writeString(go, "go");
-        long ok = 0;
-        long failed = 0;
-        long deniedConnected = 0;
-        long deniedRefused = 0;
-        long deniedOther = 0;
-        long elapsed = 0;
-        List<Long> samples = new ArrayList<>();
-        String firstError = "";
-        for (ClientRun run : runs) {
-            @SuppressWarnings("unchecked")
-            Map<String, Object> rate = (Map<String, Object>) run.await("rate").get("rate");
-            Map<String, Object> result = run.await("result");
-            run.awaitExit();
-            ok += (Long) rate.get("ok");
-            failed += (Long) rate.get("failed");
-            deniedConnected += (Long) rate.get("denied_connected");
-            deniedRefused += (Long) rate.get("denied_refused");
-            deniedOther += (Long) rate.get("denied_other");
-            if (firstError.isEmpty()) {
-                firstError = rate.get("first_error").toString();
+        SoakTally tally = new SoakTally();
+        for (int i = 0; i < runs.size(); i++) {
+            ClientRun run = runs.get(i);
+            String id = ids.get(i);
+            try {
+                SoakTally.Agent agent = SoakTally.Agent.of(id, run.await("rate"));
+                List<Long> samples = SoakTally.samples(id, run.await("result"));
+                run.awaitExit();
+                tally.add(agent, samples);
+            } catch (IOException e) {
+                log("soak: " + e.getMessage());
+                tally.cutOff(id, e.getMessage());
             }
-            elapsed = Math.max(elapsed, ((Number) result.get("elapsed_ns")).longValue());
-            @SuppressWarnings("unchecked")
-            List<Object> s = (List<Object>) result.get("samples_ns");
-            s.forEach(o -> samples.add(((Number) o).longValue()));
         }
+        double target = (double) ratePerSandbox * ids.size();
         Map<String, Object> r = record("soak", ids.size() + (ids.size() == 1 ? " sandbox" : " sandboxes") + ", "
                 + (ratePerSandbox * ids.size()) + " connects/s for " + seconds + " s");
-        long attempted = ok + failed + deniedConnected + deniedRefused + deniedOther;
-        r.put("ops", attempted);
-        r.put("elapsed_s", round3(elapsed / 1e9));
-        r.put("ops_per_s", round3(attempted / (elapsed / 1e9)));
-        r.put("allowed_ok", ok);
-        r.put("allowed_failed", failed);
-        r.put("allowed_first_error", firstError);
-        r.put("denied_refused", deniedRefused);
-        r.put("denied_connected", deniedConnected);
-        r.put("denied_other_error", deniedOther);
-        r.putAll(latency(samples, "allowed connect + 1-byte echo + close"));
-        if (deniedConnected != 0 || deniedOther != 0 || deniedRefused == 0) {
-            violations.add("soak: denied connections not all refused with EACCES: " + deniedConnected + " connected, "
-                    + deniedOther + " other errors, " + deniedRefused + " refused");
+        r.putAll(tally.json(target));
+        r.put("violation_rules", "violation: a denied connect connected or failed other than EACCES/EPERM or a timeout, "
+                + "an allowed connect failed other than by a timeout (ETIMEDOUT, EAGAIN, EINPROGRESS), an agent did not report, "
+                + "a leak; reported only: achieved below target, timeouts, connects aborted by osperf's drain");
+        budget(r, ">= " + (long) target + " connects/s achieved (all sandboxes together)", tally.achievedPerSecond() >= target);
+        violations.addAll(tally.violations());
+        log("soak: achieved " + r.get("ops_per_s") + " of " + (long) target + " connects/s; " + r.get("ops") + " attempted, "
+                + r.get("allowed_ok") + " ok, " + r.get("allowed_failed_slow") + " timed out, " + r.get("allowed_failed_other")
+                + " failed otherwise, denied " + r.get("denied_refused") + " refused / " + r.get("denied_connected") + " connected / "
+                + r.get("denied_slow") + " timed out / " + r.get("denied_other_error") + " other, " + r.get("aborted") + " aborted, "
+                + tally.agents().size() + " of " + ids.size() + " agents reported");
+        try {
+            leakCheck(ids, procs, before, r);
+        } finally {
+            // the figures stand even if the leak check itself could not finish (that is recorded too)
+            records.add(r);
         }
-        // Settle: counts fall back once the last relays close; wait for it, bounded, then compare.
+    }
+
+    /**
+     * Settle, then compare: counts fall back once the last relays close; wait for it (bounded by
+     * SETTLE), then compare with the before-counts. A supervisor or runtime that exited meanwhile
+     * is a crash, not a leak: reported as such with the tail of its log, and the others are still
+     * checked.
+     */
+    private void leakCheck(List<String> ids, Map<String, SandboxProcesses> procs, Map<String, List<SandboxProcesses.Holdings>> before,
+                           Map<String, Object> r) throws IOException, InterruptedException {
+        log("soak: leak check of " + ids.size() + " sandbox(es), settling up to " + SETTLE.toSeconds() + " s");
         List<Map<String, Object>> leaks = new ArrayList<>();
+        Map<String, Map<String, Object>> exited = new LinkedHashMap<>();
         long settleEnd = System.nanoTime() + SETTLE.toNanos();
         boolean settled = false;
-        Map<String, List<SandboxProcesses.Holdings>> after = new LinkedHashMap<>();
+        Map<String, List<Optional<SandboxProcesses.Holdings>>> after = new LinkedHashMap<>();
         while (!settled) {
             settled = true;
             for (String id : ids) {
                 SandboxProcesses p = procs.get(id);
-                List<SandboxProcesses.Holdings> now = List.of(SandboxProcesses.holdings(p.supervisor()),
-                        SandboxProcesses.holdings(p.runtime()));
+                List<Optional<SandboxProcesses.Holdings>> now = List.of(alive(p.supervisor()), alive(p.runtime()));
                 after.put(id, now);
                 for (int k = 0; k < 2; k++) {
-                    if (grew(before.get(id).get(k), now.get(k))) {
+                    if (now.get(k).isEmpty()) {
+                        String key = id + " " + PROCESS_NAMES.get(k);
+                        if (!exited.containsKey(key)) {
+                            exited.put(key, exitedProcess(id, k));
+                        }
+                    } else if (grew(before.get(id).get(k), now.get(k).get())) {
                         settled = false;
                     }
                 }
@@ -834,31 +876,75 @@ public final class SandboxBenchmark {
         for (String id : ids) {
             for (int k = 0; k < 2; k++) {
                 SandboxProcesses.Holdings b = before.get(id).get(k);
-                SandboxProcesses.Holdings a = after.get(id).get(k);
-                if (grew(b, a)) {
+                Optional<SandboxProcesses.Holdings> a = after.get(id).get(k);
+                if (a.isPresent() && grew(b, a.get())) {
                     Map<String, Object> leak = new LinkedHashMap<>();
                     leak.put("sandbox", id);
-                    leak.put("process", k == 0 ? "supervisor" : "runtime");
+                    leak.put("process", PROCESS_NAMES.get(k));
                     leak.put("before", b.json());
-                    leak.put("after", a.json());
+                    leak.put("after", a.get().json());
                     leaks.add(leak);
                 }
             }
         }
         String first = ids.getFirst();
         r.put("example_before", Map.of("supervisor", before.get(first).get(0).json(), "runtime", before.get(first).get(1).json()));
-        r.put("example_after", Map.of("supervisor", after.get(first).get(0).json(), "runtime", after.get(first).get(1).json()));
+        Map<String, Object> example = new LinkedHashMap<>();
+        for (int k = 0; k < 2; k++) {
+            example.put(PROCESS_NAMES.get(k), after.get(first).get(k).<Object>map(SandboxProcesses.Holdings::json).orElse("exited"));
+        }
+        r.put("example_after", example);
+        r.put("leak_checked_sandboxes", ids.size());
         r.put("leaks", leaks);
+        r.put("exited", List.copyOf(exited.values()));
         r.put("leak_bounds", "after settling <= " + SETTLE.toSeconds() + " s: threads <= before + " + THREAD_SLACK + ", fds and sockets <= before + "
                 + FD_SLACK + ", runtime children <= before");
+        log("soak: leak check: " + ids.size() + " sandbox(es), " + (settled ? "settled" : "not settled within " + SETTLE.toSeconds() + " s")
+                + ", " + leaks.size() + " leak(s), " + exited.size() + " process(es) exited; " + first + " before " + r.get("example_before")
+                + " after " + example);
         if (!leaks.isEmpty()) {
             violations.add("soak: " + leaks.size() + " process(es) kept more threads, fds or sockets than before: " + leaks);
         }
-        records.add(r);
-        for (String id : ids) {
-            gateway.delete(id);
-            sandboxes.remove(id);
+        if (!exited.isEmpty()) {
+            violations.add("soak: " + exited.size() + " supervisor or runtime process(es) exited during the soak (a crash, not a leak): "
+                    + String.join(", ", exited.keySet()) + " (log tails in the record's \"exited\")");
         }
+    }
+
+    /** The two processes of a sandbox, in the order of the leak check's lists. */
+    private static final List<String> PROCESS_NAMES = List.of("supervisor", "runtime");
+    /** Lines of a crashed process's log kept in the record. */
+    private static final int LOG_TAIL_LINES = 40;
+
+    /** What the process holds, or empty once it has exited. */
+    private static Optional<SandboxProcesses.Holdings> alive(long pid) throws IOException {
+        try {
+            return Optional.of(SandboxProcesses.holdings(pid));
+        } catch (IOException e) {
+            if (Files.exists(Path.of("/proc", Long.toString(pid)))) {
+                throw e;
+            }
+            return Optional.empty();
+        }
+    }
+
+    /** A process that exited during the soak: which, and the end of its log (the driver's file). */
+    private Map<String, Object> exitedProcess(String id, int k) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("sandbox", id);
+        m.put("process", PROCESS_NAMES.get(k));
+        Path file = home.resolve("drivers").resolve("process").resolve("sandboxes").resolve(id).resolve(PROCESS_NAMES.get(k) + ".log");
+        List<String> tail;
+        try {
+            List<String> lines = Files.readAllLines(file, StandardCharsets.UTF_8);
+            tail = List.copyOf(lines.subList(Math.max(0, lines.size() - LOG_TAIL_LINES), lines.size()));
+        } catch (IOException e) {
+            tail = List.of("(no log: " + e + ")");
+        }
+        m.put("log_tail", tail);
+        log("soak: the " + PROCESS_NAMES.get(k) + " of " + id + " exited during the soak; its log ends: "
+                + String.join(" | ", tail.subList(Math.max(0, tail.size() - 5), tail.size())));
+        return m;
     }
 
     private static boolean grew(SandboxProcesses.Holdings before, SandboxProcesses.Holdings after) {
