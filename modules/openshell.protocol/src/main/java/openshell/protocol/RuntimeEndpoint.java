@@ -275,7 +275,13 @@ public final class RuntimeEndpoint implements AutoCloseable {
     private void watchdog() {
         long now = System.nanoTime();
         for (ServedLink link : links) {
-            if (now - link.lastReadNanos() > ProtocolLimits.KEEPALIVE_TIMEOUT.toNanos()) {
+            long quietNanos = now - link.lastReadNanos();
+            if (quietNanos > ProtocolLimits.KEEPALIVE_TIMEOUT.toNanos()) {
+                if (link.isOpen()) {
+                    // Said once per link: on an overloaded host a starved supervisor looks like this.
+                    LOGGER.log(System.Logger.Level.WARNING, link + ": nothing read for " + quietNanos / 1_000_000
+                            + " ms (keepalive timeout " + ProtocolLimits.KEEPALIVE_TIMEOUT.toMillis() + " ms); closing it");
+                }
                 link.close(Refusal.PEER_SILENT);
             }
         }

@@ -30,10 +30,12 @@ import openshell.linux.Pty;
  * subreaper, and reaps orphans that are not its own launches.
  *
  * <p>The spare launcher: one is started with the tree, so the first launch (the agent's) finds its
- * JVM booted while the link was set up. That launch does not start another: an idle sandbox, its
- * agent running and nobody exec'ing into it, holds no spare JVM (about 60 MiB resident, most of
- * what a sandbox costs beyond its two JVMs). Every later pipe launch starts the next spare, so a
- * sandbox being exec'd into finds one ready from its second exec on; the first exec boots one.
+ * JVM booted while the link was set up. After that a spare is kept only while execs come in a
+ * burst: an exec that follows the previous one within {@link #SPARE_IDLE} starts the next spare,
+ * and a spare nobody took within {@link #SPARE_IDLE} is stopped. A spare launcher JVM costs about
+ * 23 MiB of a host's memory (PSS; 42 MiB resident), as much as a sixth of a sandbox: an idle
+ * sandbox, or one exec'd into now and then, holds none; a sandbox being exec'd into repeatedly finds
+ * one ready from its third exec on. The first exec of a burst boots a launcher (~0.4 s of CPU).
  */
 final class ProcessTree implements AutoCloseable {
     /** Longest wait for a launcher to report each step. */
@@ -44,6 +46,11 @@ final class ProcessTree implements AutoCloseable {
     static final int MAX_LAST_WORDS = 2048;
     /** How often orphans are looked for. */
     static final Duration REAP_INTERVAL = Duration.ofMillis(200);
+    /**
+     * Execs at most this far apart are a burst, which keeps a spare launcher ready; a spare not
+     * taken within it is stopped.
+     */
+    static final Duration SPARE_IDLE = Duration.ofSeconds(60);
 
     /** Everything about a workload process except what the caller chooses. */
     interface PlanTemplate extends Function<LaunchRequest, LaunchPlan> {
@@ -69,8 +76,11 @@ final class ProcessTree implements AutoCloseable {
     private final java.util.concurrent.atomic.AtomicLong processLeaves = new java.util.concurrent.atomic.AtomicLong();
     private final Map<Integer, WorkloadProcess> processes = new ConcurrentHashMap<>();
     private volatile PreStarted ready;
-    /** Whether a pipe launch took place: the first leaves no spare behind, later ones do. */
+    /** Whether a pipe launch took place: the first (the agent's) never starts a spare. */
     private final java.util.concurrent.atomic.AtomicBoolean launchedThroughPipes = new java.util.concurrent.atomic.AtomicBoolean();
+    /** When the last pipe exec after the first launch started, {@code System.nanoTime}; none yet if empty. */
+    private java.util.OptionalLong lastExecNanos = java.util.OptionalLong.empty();
+    private final Duration spareIdle;
     private volatile boolean terminated;
     private final Thread reaper;
 
@@ -87,6 +97,12 @@ final class ProcessTree implements AutoCloseable {
     }
 
     ProcessTree(LauncherProcess.Command command, PlanTemplate template, NetworkBroker broker, Cgroup cgroup) {
+        this(command, template, broker, cgroup, SPARE_IDLE);
+    }
+
+    /** With another {@link #SPARE_IDLE}: tests. */
+    ProcessTree(LauncherProcess.Command command, PlanTemplate template, NetworkBroker broker, Cgroup cgroup, Duration spareIdle) {
+        this.spareIdle = spareIdle;
         this.command = command;
         this.template = template;
         this.broker = broker;
@@ -169,7 +185,7 @@ final class ProcessTree implements AutoCloseable {
             stdin = taken.stdin();
             stdout = taken.stdout();
             stderr = Optional.of(taken.stderr());
-            if (launchedThroughPipes.getAndSet(true)) {
+            if (launchedThroughPipes.getAndSet(true) && inBurst(System.nanoTime())) {
                 Thread.ofVirtual().start(this::refill);
             }
         }
@@ -252,6 +268,13 @@ final class ProcessTree implements AutoCloseable {
         return n <= 0 ? "" : new String(buffer, 0, n, java.nio.charset.StandardCharsets.UTF_8).strip();
     }
 
+    /** Records an exec at {@code now}; whether it follows the previous one within the spare's idle time. */
+    private synchronized boolean inBurst(long now) {
+        boolean burst = lastExecNanos.isPresent() && now - lastExecNanos.getAsLong() <= spareIdle.toNanos();
+        lastExecNanos = java.util.OptionalLong.of(now);
+        return burst;
+    }
+
     private void refill() {
         if (terminated) {
             return;
@@ -260,10 +283,27 @@ final class ProcessTree implements AutoCloseable {
         synchronized (this) {
             if (ready == null && !terminated) {
                 ready = next;
+                Thread.ofVirtual().start(() -> expire(next));
                 return;
             }
         }
         next.discard();
+    }
+
+    /** Stops this spare if nobody took it within the spare's idle time. */
+    private void expire(PreStarted spare) {
+        try {
+            Thread.sleep(spareIdle);
+        } catch (InterruptedException e) {
+            return;
+        }
+        synchronized (this) {
+            if (ready != spare) {
+                return;
+            }
+            ready = null;
+        }
+        spare.discard();
     }
 
     /** Kills every workload process, however it was started or re-parented. Idempotent. */

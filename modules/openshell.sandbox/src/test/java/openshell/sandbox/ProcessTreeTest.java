@@ -32,12 +32,16 @@ class ProcessTreeTest {
     private static final Duration WAIT = TestSandbox.WAIT;
 
     static ProcessTree tree(TestSandbox sandbox) {
+        return tree(sandbox, ProcessTree.SPARE_IDLE);
+    }
+
+    static ProcessTree tree(TestSandbox sandbox, Duration spareIdle) {
         Cgroup leaf = ProcessTree.leaf("openshell-test-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
         return new ProcessTree(TestSandbox.command(), request -> {
             LaunchPlan.Builder plan = sandbox.plan(request.argv().get(0), request.argv())
                     .envp(request.environment()).workingDirectory(request.directory());
             return plan.controllingTerminal(request.terminal().isPresent()).build();
-        }, sandbox.broker, leaf);
+        }, sandbox.broker, leaf, spareIdle);
     }
 
     static ProcessTree.LaunchRequest pipes(String... argv) {
@@ -92,26 +96,41 @@ class ProcessTreeTest {
 
     /** An idle sandbox holds no spare launcher JVM; one being exec'd into keeps one ready. */
     @Test
-    void theFirstLaunchLeavesNoSpareAndEveryLaterOneKeepsOneReady() throws Exception {
-        try (TestSandbox sandbox = new TestSandbox(); ProcessTree tree = tree(sandbox)) {
+    void aSpareIsKeptOnlyWhileExecsComeInABurstAndStoppedWhenNobodyTakesIt() throws Exception {
+        Duration idle = Duration.ofSeconds(3);
+        try (TestSandbox sandbox = new TestSandbox(); ProcessTree tree = tree(sandbox, idle)) {
             assertTrue(tree.sparePid().isPresent(), "the tree starts with a spare for its first launch");
-            for (String word : List.of("agent", "first-exec", "second-exec")) {
-                WorkloadProcess p = tree.start(pipes("/usr/bin/bash", "-c", "echo " + word));
-                CompletableFuture<String> out = readAll(p.stdout());
-                readAll(p.stderr());
-                assertEquals(word + "\n", out.get(WAIT.toSeconds(), TimeUnit.SECONDS));
-                assertEquals(Optional.of(new ExitStatus.Exited(0)), p.awaitExit(WAIT));
-                if (word.equals("agent")) {
-                    assertTrue(tree.sparePid().isEmpty(), "the agent's launch started another spare launcher JVM");
-                } else {
-                    long deadline = System.nanoTime() + WAIT.toNanos();
-                    while (tree.sparePid().isEmpty()) {
-                        assertTrue(System.nanoTime() < deadline, "no spare launcher after " + word);
-                        Thread.sleep(10);
-                    }
-                }
+            run(tree, "agent");
+            assertTrue(tree.sparePid().isEmpty(), "the agent's launch started another spare launcher JVM");
+            run(tree, "lone-exec");
+            assertTrue(tree.sparePid().isEmpty(), "a lone exec started a spare launcher JVM");
+            // Past the idle time: not a burst, so still no spare (the bound, from the far side).
+            Thread.sleep(idle.toMillis() + 500);
+            run(tree, "late-exec");
+            assertTrue(tree.sparePid().isEmpty(), "an exec " + idle + " after the last one started a spare");
+            // Right after it: a burst, so the next spare starts.
+            run(tree, "burst-exec");
+            long deadline = System.nanoTime() + WAIT.toNanos();
+            while (tree.sparePid().isEmpty()) {
+                assertTrue(System.nanoTime() < deadline, "no spare launcher during a burst of execs");
+                Thread.sleep(10);
+            }
+            int spare = tree.sparePid().orElseThrow();
+            // A spare nobody takes within the idle time is stopped, its JVM gone.
+            deadline = System.nanoTime() + idle.toNanos() + WAIT.toNanos();
+            while (tree.sparePid().isPresent() || ProcessHandle.of(spare).filter(ProcessHandle::isAlive).isPresent()) {
+                assertTrue(System.nanoTime() < deadline, "the untaken spare " + spare + " outlived " + idle);
+                Thread.sleep(50);
             }
         }
+    }
+
+    private static void run(ProcessTree tree, String word) throws Exception {
+        WorkloadProcess p = tree.start(pipes("/usr/bin/bash", "-c", "echo " + word));
+        CompletableFuture<String> out = readAll(p.stdout());
+        readAll(p.stderr());
+        assertEquals(word + "\n", out.get(WAIT.toSeconds(), TimeUnit.SECONDS));
+        assertEquals(Optional.of(new ExitStatus.Exited(0)), p.awaitExit(WAIT));
     }
 
     @Test
