@@ -342,7 +342,8 @@ public final class SandboxBenchmark {
                 @SuppressWarnings("unchecked")
                 Map<String, Object> r = (Map<String, Object>) o;
                 if (!selected(r.get("scenario").toString())) {
-                    r.put("from_run", doc.get("started") + " (" + doc.get("git_revision") + ")");
+                    // A record that file had merged itself keeps the run it came from.
+                    r.putIfAbsent("from_run", doc.get("started") + " (" + doc.get("git_revision") + ")");
                     out.add(r);
                 }
             }
