@@ -101,12 +101,7 @@ class LinkSecurityTest {
                     // the supervisor saw it fail either way
                 }
             });
-            SupervisorEndpoint supervisor = SupervisorEndpoint.builder()
-                    .transport(Transport.tcp((java.net.InetSocketAddress) server.getLocalAddress()))
-                    .initiator(Initiator.SUPERVISOR)
-                    .pin(tls.pin())
-                    .tokens(new TokenSlot(issuer.mintPair(Launch.grant(), 1), Clock.systemUTC()))
-                    .build();
+            SupervisorEndpoint supervisor = dialing(server, tls, issuer);
             ProtocolException refused = assertThrows(ProtocolException.class, supervisor::connect);
             assertEquals(Refusal.TRANSPORT_FAILED, refused.refusal(), refused.toString());
             runtime.join(java.time.Duration.ofSeconds(30));
@@ -133,12 +128,7 @@ class LinkSecurityTest {
                     // the supervisor saw it fail either way
                 }
             });
-            SupervisorEndpoint supervisor = SupervisorEndpoint.builder()
-                    .transport(Transport.tcp((java.net.InetSocketAddress) server.getLocalAddress()))
-                    .initiator(Initiator.SUPERVISOR)
-                    .pin(tls.pin())
-                    .tokens(new TokenSlot(issuer.mintPair(Launch.grant(), 1), Clock.systemUTC()))
-                    .build();
+            SupervisorEndpoint supervisor = dialing(server, tls, issuer);
             long start = System.nanoTime();
             ProtocolException refused = assertThrows(ProtocolException.class, supervisor::connect);
             long waitedMillis = (System.nanoTime() - start) / 1_000_000;
@@ -149,5 +139,15 @@ class LinkSecurityTest {
                     "gave up after " + waitedMillis + " ms, before the bound");
             runtime.join(java.time.Duration.ofSeconds(30));
         }
+    }
+
+    private static SupervisorEndpoint dialing(java.nio.channels.ServerSocketChannel server, LaunchTls tls, TokenIssuer issuer)
+            throws IOException {
+        return SupervisorEndpoint.builder()
+                .transport(Transport.tcp((java.net.InetSocketAddress) server.getLocalAddress()))
+                .initiator(Initiator.SUPERVISOR)
+                .pin(tls.pin())
+                .tokens(new TokenSlot(issuer.mintPair(Launch.grant(), 1), Clock.systemUTC()))
+                .build();
     }
 }
