@@ -70,6 +70,7 @@
  * <tr><td>{@code CredentialProvider.MAX_HOSTS}</td><td>64 per provider</td><td>configuration refused</td></tr>
  * <tr><td>{@code SupervisorMain.ATTACH_WAIT}</td><td>120 s</td><td>the runtime did not dial in and attach: exit 70</td></tr>
  * <tr><td>{@code GatewaySession.RECONNECT_DELAY}</td><td>2 s</td><td>wait before the next session attempt</td></tr>
+ * <tr><td>{@code GatewaySession.MAX_PENDING_LOG_LINES}</td><td>1,000 lines</td><td>agent log lines kept while no session is open; the oldest go, and one line says how many</td></tr>
  * <tr><td>{@code GatewaySession.LIVENESS_INTERVAL}</td><td>5 s</td><td>an empty log message on an idle session; a gateway
  *     gone without closing the stream (SIGKILL) is noticed by the failing write within about two intervals, and the
  *     session is opened again</td></tr>

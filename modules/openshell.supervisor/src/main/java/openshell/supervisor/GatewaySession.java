@@ -3,6 +3,8 @@ package openshell.supervisor;
 import java.net.URI;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -57,6 +59,14 @@ final class GatewaySession implements AutoCloseable {
      * spans frames; its server can, but no hop should depend on which end it is).
      */
     static final int MAX_OUTPUT_CHUNK = 8 * 1024;
+    /**
+     * Lines of the agent's log kept while no session is open (before the first one, or while
+     * reconnecting), as many as the gateway keeps of a sandbox's log; beyond it the oldest go,
+     * and a line says how many.
+     */
+    static final int MAX_PENDING_LOG_LINES = 1000;
+    /** Kept lines per log message when the session opens (the agent's follower sends at most as many at once). */
+    static final int PENDING_LOG_LINES_PER_MESSAGE = 100;
 
     private final Supplier<Connection> channels;
     private final String sandboxId;
@@ -69,6 +79,9 @@ final class GatewaySession implements AutoCloseable {
     private final Thread loop;
     private volatile StreamObserver<SupervisorMessage> out;
     private volatile CompletableFuture<Void> opened = new CompletableFuture<>();
+    // Guarded by this.
+    private final ArrayDeque<String> pendingLog = new ArrayDeque<>();
+    private long pendingLogDropped;
 
     private GatewaySession(Supplier<Connection> channels, String sandboxId, long generation, TokenPair first,
                            long policyGeneration, GatewaySessionHandler handler) {
@@ -145,9 +158,41 @@ final class GatewaySession implements AutoCloseable {
         return tokens.get();
     }
 
-    /** Sends log lines to the gateway; dropped while disconnected (the local log keeps them). */
+    /**
+     * Sends log lines to the gateway. While no session is open they are kept (at most
+     * {@link #MAX_PENDING_LOG_LINES}) and sent, in order, once one is: the agent's first lines come
+     * before the first session has opened.
+     */
     void log(List<String> lines) {
-        send(SupervisorMessage.newBuilder().setLogs(LogLines.newBuilder().addAllLines(lines)).build());
+        synchronized (this) {
+            if (out == null || !opened.isDone()) {
+                for (String line : lines) {
+                    if (pendingLog.size() == MAX_PENDING_LOG_LINES) {
+                        pendingLog.removeFirst();
+                        pendingLogDropped++;
+                    }
+                    pendingLog.addLast(line);
+                }
+                return;
+            }
+            send(SupervisorMessage.newBuilder().setLogs(LogLines.newBuilder().addAllLines(lines)).build());
+        }
+    }
+
+    /** Sends the lines kept while no session was open; the caller holds this. */
+    private void sendPendingLog() {
+        if (pendingLogDropped > 0) {
+            pendingLog.addFirst("[openshell] " + pendingLogDropped + " earlier lines of the agent's output were dropped"
+                    + " while no gateway session was open");
+            pendingLogDropped = 0;
+        }
+        while (!pendingLog.isEmpty()) {
+            List<String> batch = new ArrayList<>();
+            while (!pendingLog.isEmpty() && batch.size() < PENDING_LOG_LINES_PER_MESSAGE) {
+                batch.add(pendingLog.removeFirst());
+            }
+            send(SupervisorMessage.newBuilder().setLogs(LogLines.newBuilder().addAllLines(batch)).build());
+        }
     }
 
     private void run() {
@@ -251,7 +296,10 @@ final class GatewaySession implements AutoCloseable {
                 // The gateway's record is the truth: a revision it recorded while we were away.
                 apply(config.getPolicyGeneration(), config.getPolicyDocument().toByteArray());
             }
-            opened.complete(null);
+            synchronized (GatewaySession.this) {
+                opened.complete(null);
+                sendPendingLog();
+            }
         }
 
         private GatewaySessionHandler.PolicyVerdict apply(long generation, byte[] document) {

@@ -322,6 +322,49 @@ class GatewaySessionTest {
         }
     }
 
+    /**
+     * The agent's first lines come before the first session opened: they are kept and arrive, in
+     * order, once it has; past the bound the oldest go and one line says how many.
+     */
+    @Test
+    void logLinesFromBeforeTheSessionOpenedArriveOnceItHas() throws Exception {
+        GatewayDouble gateway = new GatewayDouble();
+        WebServer server = WebServer.builder().host("127.0.0.1").port(0)
+                .addRouting(GrpcRouting.builder().service(gateway)).build().start();
+        TokenPair first = new TokenPair("gateway-token-1", "sandbox-token-1", 1, Instant.now().plusSeconds(600));
+        try (GatewaySession session = GatewaySession.open(GatewaySession.channels("http://127.0.0.1:" + server.port()),
+                "sb-log", 1, first, 1, new RecordingHandler())) {
+            int extra = 5;
+            List<String> early = new java.util.ArrayList<>();
+            for (int i = 0; i < GatewaySession.MAX_PENDING_LOG_LINES + extra; i++) {
+                early.add("early " + i);
+            }
+            session.log(early.subList(0, 1));
+            StreamObserver<GatewayMessage> out = gateway.stream();
+            assertTrue(gateway.next().hasHello());
+            // Connected but not open yet: still kept.
+            session.log(early.subList(1, early.size()));
+            out.onNext(GatewayMessage.newBuilder().setConfig(SessionConfig.newBuilder().setPolicyGeneration(1)
+                    .setPolicyDocument(ByteString.copyFromUtf8("version: 1\n"))).build());
+            session.opened().get(WAIT.toSeconds(), TimeUnit.SECONDS);
+            session.log(List.of("after"));
+            List<String> arrived = new java.util.ArrayList<>();
+            while (!arrived.contains("after")) {
+                SupervisorMessage m = gateway.next();
+                assertTrue(m.hasLogs(), m.toString());
+                assertTrue(m.getLogs().getLinesCount() <= GatewaySession.PENDING_LOG_LINES_PER_MESSAGE, m.toString());
+                arrived.addAll(m.getLogs().getLinesList());
+            }
+            List<String> expected = new java.util.ArrayList<>();
+            expected.add("[openshell] " + extra + " earlier lines of the agent's output were dropped while no gateway session was open");
+            expected.addAll(early.subList(extra, early.size()));
+            expected.add("after");
+            assertEquals(expected, arrived);
+        } finally {
+            server.stop();
+        }
+    }
+
     @Test
     void sessionCarriesPolicyTokensAndExecsAndReconnectsWithTheNewestToken() throws Exception {
         GatewayDouble gateway = new GatewayDouble();

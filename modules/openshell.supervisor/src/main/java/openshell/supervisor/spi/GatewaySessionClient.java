@@ -124,7 +124,8 @@ public interface GatewaySessionClient {
     interface Session extends AutoCloseable {
         /**
          * Appends lines to the sandbox's log at the gateway ({@code openshell sandbox logs}): the
-         * agent's output. Lines sent while the session is disconnected are dropped.
+         * agent's output. Lines sent while the session is not open are kept, within a bound, and
+         * sent once it is.
          *
          * @param lines the lines, in order
          */
