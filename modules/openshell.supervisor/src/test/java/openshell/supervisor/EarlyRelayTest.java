@@ -94,19 +94,7 @@ class EarlyRelayTest {
 
         @Override
         public StreamObserver<DnsAnswer> dns(StreamObserver<DnsQuery> queries) {
-            return new StreamObserver<>() {
-                @Override
-                public void onNext(DnsAnswer answer) {
-                }
-
-                @Override
-                public void onError(Throwable t) {
-                }
-
-                @Override
-                public void onCompleted() {
-                }
-            };
+            return SilentDns.stream(queries);
         }
     }
 
