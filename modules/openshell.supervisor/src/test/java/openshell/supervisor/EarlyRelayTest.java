@@ -15,10 +15,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import openshell.isolation.ByteChannel;
 import openshell.isolation.DenyReason;
 import openshell.isolation.PendingTcpOpen;
-import openshell.protocol.wire.AttachRequest;
-import openshell.protocol.wire.AttachResult;
-import openshell.protocol.wire.DnsAnswer;
-import openshell.protocol.wire.DnsQuery;
 import openshell.protocol.wire.ExecutableFile;
 import openshell.protocol.wire.Identity;
 import openshell.protocol.wire.PendingConnection;
@@ -26,7 +22,6 @@ import openshell.protocol.wire.PendingConnectionsRequest;
 import openshell.protocol.wire.RelayDecision;
 import openshell.protocol.wire.RelayDown;
 import openshell.protocol.wire.RelayUp;
-import openshell.protocol.wire.SandboxRuntimeGrpc;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -39,7 +34,7 @@ class EarlyRelayTest {
     private static final Duration WAIT = Duration.ofSeconds(60);
 
     /** A runtime that announces one connect and records every Relay stream and its first message. */
-    private static final class Recording extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
+    private static final class Recording extends MediationOnlyRuntime {
         final boolean resolved;
         final AtomicInteger streams = new AtomicInteger();
         final CountDownLatch streamOpened = new CountDownLatch(1);
@@ -47,12 +42,6 @@ class EarlyRelayTest {
 
         Recording(boolean resolved) {
             this.resolved = resolved;
-        }
-
-        @Override
-        public void attach(AttachRequest request, StreamObserver<AttachResult> observer) {
-            observer.onNext(AttachResult.newBuilder().setRuntimeGeneration(1).build());
-            observer.onCompleted();
         }
 
         @Override
@@ -90,11 +79,6 @@ class EarlyRelayTest {
                     firstDecision.completeExceptionally(new AssertionError("the stream ended without a decision"));
                 }
             };
-        }
-
-        @Override
-        public StreamObserver<DnsAnswer> dns(StreamObserver<DnsQuery> queries) {
-            return SilentDns.stream(queries);
         }
     }
 
