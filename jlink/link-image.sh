@@ -4,7 +4,8 @@
 #   link-image.sh NAME JAVA_HOME STAGING OUT IMAGE_SRC
 #
 # STAGING holds the application jars (app/) and, if the image uses JNA, libjnidispatch.so as
-# unpacked from the jna jar (jna-unpacked/com/sun/jna/linux-x86-64/); IMAGE_SRC holds
+# unpacked from the jna jar (jna-unpacked/com/sun/jna/linux-x86-64/), and, if the image launches
+# workload processes, the native launcher (native/openshell-launcher); IMAGE_SRC holds
 # NAME.args (the JVM options and main module, paths relative to the image), train.sh (the
 # training run of the AOT cache, run in the image's directory with NAME, JAVA_HOME, STAGING and
 # IMAGE_SRC), jdk-modules.add (modules jdeps cannot see, with reasons) and security-providers
@@ -65,6 +66,12 @@ cp "$staging"/app/*.jar "$out/app/"
 if [ -f "$jna" ]; then
     mkdir -p "$out/lib/jna"
     cp "$jna" "$out/lib/jna/"
+fi
+# The native workload launcher (openshell.linux's src/main/c), where the runtime looks for it:
+# lib/openshell-launcher under its java.home.
+if [ -f "$staging/native/openshell-launcher" ]; then
+    cp "$staging/native/openshell-launcher" "$out/lib/openshell-launcher"
+    chmod 755 "$out/lib/openshell-launcher"
 fi
 cp "$src/$name.args" "$out/conf/$name.args"
 # Signed jars (BouncyCastle's) lose their signature in the image: at every start the JDK parses and

@@ -1,6 +1,8 @@
 /**
  * Linux kernel primitives over JNA, and the workload launcher: the part of OpenShell that talks to
- * the kernel, so that every other module can stay in plain Java.
+ * the kernel, so that every other module can stay in plain Java. The launcher itself is a small
+ * static C program ({@code src/main/c/openshell-launcher.c}, built by {@code build.sh} with gcc);
+ * {@code LauncherProcess} is its parent's side and makes every decision it applies.
  *
  * <h2>Who may use it</h2>
  * Nothing is exported publicly. The API lives in package {@code openshell.linux}, which will get a
@@ -23,9 +25,11 @@
  * the calling thread (and what it {@code execve}s); {@code setns}/{@code unshare} of net, uts,
  * ipc, cgroup and mount (unshare only) move only the calling thread; a JVM can neither create nor
  * enter a user namespace, nor {@code setns} into a mount namespace (EINVAL). uid/gid/groups go
- * through glibc, which applies them to every thread. The launcher therefore does everything on
- * the one thread that finally calls {@code execve}, and is started by its parent <em>inside</em>
- * the user, mount and pid namespaces of the workload (it checks and refuses otherwise).
+ * through glibc, which applies them to every thread. A JVM cannot fork either, which is why the
+ * launcher is native: a single-threaded program that does everything on the one thread that
+ * finally calls {@code execve} (a JVM per launch cost 0.35-0.45 s of CPU and 42 MiB). It is
+ * started by its parent <em>inside</em> the user, mount and pid namespaces of the workload (it
+ * checks and refuses otherwise) and enters the others the plan names.
  *
  * <h2>JNA's native library</h2>
  * JNA's {@code libjnidispatch.so} is never unpacked into a writable temporary directory at run
@@ -34,10 +38,9 @@
  * --enable-native-access=com.sun.jna}. The build unpacks the library from the {@code jna-jpms}
  * jar into {@code target/jna/com/sun/jna/linux-x86-64} (maven-dependency-plugin) for tests; the
  * runtime image copies the same file into its read-only {@code lib/} directory and passes that
- * directory ({@code LauncherProcess.Command} does this for the launcher JVM). The launcher also
- * runs with {@code -Djna.platform.library.path=} (empty): otherwise JNA's {@code NativeLibrary}
- * runs {@code /sbin/ldconfig -p} as a child process to build a search path, which costs ~100 ms
- * of every cold start; libc is opened by its soname and needs no search path.
+ * directory. The runtime also runs with {@code -Djna.platform.library.path=} (empty): otherwise
+ * JNA's {@code NativeLibrary} runs {@code /sbin/ldconfig -p} as a child process to build a search
+ * path, which costs ~100 ms of every cold start; libc is opened by its soname and needs no search path.
  *
  * <h2>Limits</h2>
  * <table>
@@ -47,10 +50,10 @@
  * <tr><td>{@code TaskMemory.MAX_TRANSFER}</td><td>4096 bytes</td><td>EINVAL, nothing read</td></tr>
  * <tr><td>{@code UnixSockets.MAX_FDS_PER_MESSAGE}</td><td>16</td><td>EINVAL on send; on receive the message is refused (EMSGSIZE) and received fds are closed</td></tr>
  * <tr><td>{@code UnixSockets.MAX_MESSAGE_BYTES}</td><td>1 MiB</td><td>EINVAL</td></tr>
- * <tr><td>{@code LaunchPlan.MAX_PLAN_BYTES}</td><td>128 KiB</td><td>E2BIG when encoding; the launcher refuses a larger message</td></tr>
+ * <tr><td>{@code LaunchPlan.MAX_PLAN_BYTES}</td><td>128 KiB</td><td>E2BIG when encoding; the launcher refuses a larger message (EMSGSIZE at step PLAN)</td></tr>
  * <tr><td>{@code LaunchPlan.MAX_LANDLOCK_PATHS}</td><td>256</td><td>EINVAL building the plan</td></tr>
- * <tr><td>{@code WorkloadLauncher.PLAN_WAIT}</td><td>10 min</td><td>a launcher without a plan exits; the target never runs</td></tr>
- * <tr><td>{@code WorkloadLauncher.ACK_WAIT}</td><td>60 s</td><td>step ACKNOWLEDGEMENT fails with ECANCELED; the target never runs</td></tr>
+ * <tr><td>{@code LauncherProcess.PLAN_WAIT}</td><td>10 min</td><td>a launcher without a plan exits; the target never runs</td></tr>
+ * <tr><td>{@code LauncherProcess.ACK_WAIT}</td><td>60 s</td><td>step ACKNOWLEDGEMENT fails with ECANCELED; the target never runs</td></tr>
  * <tr><td>{@code ChildProcess.MAX_CHILD_FD}</td><td>63</td><td>EBADF</td></tr>
  * <tr><td>{@code ChildProcess.MAX_ARGUMENTS}</td><td>4096 argv or envp entries</td><td>EINVAL</td></tr>
  * <tr><td>{@code Credentials.MAX_GROUPS}</td><td>65536 (NGROUPS_MAX)</td><td>EINVAL</td></tr>

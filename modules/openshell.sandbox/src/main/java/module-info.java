@@ -27,7 +27,6 @@
  * <tr><td>{@code WorkloadProcess.OUTPUT_DRAIN_WAIT}</td><td>10 s</td><td>the exit status is reported without waiting longer for output EOF (a tree the runtime kills is not waited for at all)</td></tr>
  * <tr><td>{@code ProcessTree.LAUNCH_WAIT}</td><td>60 s per launcher step</td><td>the launch fails, the launcher is killed</td></tr>
  * <tr><td>{@code ProcessTree.KILL_WAIT}</td><td>10 s</td><td>terminate returns while the cgroup still empties</td></tr>
- * <tr><td>{@code ProcessTree.SPARE_IDLE}</td><td>60 s</td><td>execs further apart start no spare launcher; a spare untaken this long is stopped</td></tr>
  * <tr><td>{@code TrustStoreView.MAX_SYSTEM_BUNDLE_BYTES}</td><td>8 MiB</td><td>startAgent fails FAILED, no agent starts</td></tr>
  * <tr><td>{@code WorkloadTrust.MAX_PEM_BYTES} (isolation)</td><td>16 KiB of interception CA PEM</td><td>startAgent fails INVALID</td></tr>
  * <tr><td>{@code SandboxRuntime.MAX_PROCESSES}</td><td>1024 retained process handles</td><td>the new process is killed, UNAVAILABLE</td></tr>

@@ -9,12 +9,37 @@ import java.util.Objects;
 import java.util.Optional;
 
 /**
- * The parent's side of a launch: start a {@link WorkloadLauncher} JVM (possibly ahead of time, so
- * its start-up is off the critical path), send it a {@link LaunchPlan}, receive the seccomp
- * listener, acknowledge, and learn that the target was {@code execve}d (the plan socket is
+ * The parent's side of a launch: start the native launcher ({@code openshell-launcher}, built
+ * from {@code src/main/c}; possibly ahead of time), send it a {@link LaunchPlan}, receive the
+ * seccomp listener, acknowledge, and learn that the target was {@code execve}d (the plan socket is
  * close-on-exec, so end of stream means the exec happened).
+ *
+ * <p>Why a native program and not a JVM: every restriction of a workload process must be applied
+ * by that process itself, on the thread that then calls {@code execve}, and a JVM cannot fork. A
+ * launcher JVM per workload process cost 0.35-0.45 s of CPU and 42 MiB before its target ran;
+ * the native launcher runs the same steps ({@link LaunchStep}) in about a millisecond. The
+ * decisions stay here: which Landlock rights this kernel can enforce, and whether that is enough
+ * for the plan, are chosen by the parent and sent with the plan; the launcher applies exactly
+ * what it is sent, and fails the launch at the first step that does not succeed.
  */
 public final class LauncherProcess implements AutoCloseable {
+    /** The descriptor number of the plan socket in the launcher. */
+    public static final int PLAN_FD = 3;
+    /** Longest wait of a launcher for its plan: a pre-started launcher may wait this long for work. */
+    public static final Duration PLAN_WAIT = Duration.ofMinutes(10);
+    /** Longest wait of a launcher for the acknowledgement after it sent the listener. */
+    public static final Duration ACK_WAIT = Duration.ofSeconds(60);
+    /** Exit status of a launcher that failed a step, or whose parent withdrew. */
+    public static final int FAILURE_EXIT = 127;
+
+    static final byte MSG_PLAN = 'P';
+    static final byte MSG_ACK = 'A';
+    static final byte MSG_READY = 'R';
+    static final byte MSG_FAILED = 'F';
+    /** 'P', the kernel's Landlock ABI, the handled file-system rights and the scopes, before the plan. */
+    static final int PLAN_HEADER_BYTES = 1 + 4 + 8 + 8;
+    static final int READY_BYTES = 3;
+
     private final ChildProcess process;
     private final OwnedFd socket;
     private LaunchStep stage = LaunchStep.PLAN;
@@ -25,38 +50,22 @@ public final class LauncherProcess implements AutoCloseable {
     }
 
     /**
-     * How to start the launcher JVM. The JNA native library is loaded from
-     * {@code jnaLibraryDirectory} with unpacking disabled, never from a temporary directory.
+     * Where the launcher is.
      *
-     * @param java                the {@code java} executable (absolute)
-     * @param modulePath          module path entries holding {@code openshell.linux} and JNA
-     * @param jnaLibraryDirectory directory holding {@code libjnidispatch.so}
-     * @param jvmOptions          extra JVM options (heap, AOT cache, CDS)
+     * @param executable absolute path of {@code openshell-launcher}
      */
-    public record Command(String java, List<String> modulePath, String jnaLibraryDirectory, List<String> jvmOptions) {
-        /** Copies the lists. */
+    public record Command(String executable) {
+        /** Checks the path. */
         public Command {
-            Objects.requireNonNull(java, "java");
-            modulePath = List.copyOf(modulePath);
-            Objects.requireNonNull(jnaLibraryDirectory, "jnaLibraryDirectory");
-            jvmOptions = List.copyOf(jvmOptions);
+            Objects.requireNonNull(executable, "executable");
+            if (!executable.startsWith("/")) {
+                throw new LinuxException("launcher", Errno.EINVAL, "the launcher must be an absolute path: " + executable);
+            }
         }
 
         /** @return the launcher's argv */
         public List<String> argv() {
-            List<String> argv = new ArrayList<>();
-            argv.add(java);
-            argv.addAll(jvmOptions);
-            argv.add("--enable-native-access=com.sun.jna");
-            argv.add("-Djna.boot.library.path=" + jnaLibraryDirectory);
-            argv.add("-Djna.nounpack=true");
-            argv.add("-Djna.noclasspath=true");
-            argv.add("-Djna.platform.library.path=");
-            argv.add("-p");
-            argv.add(String.join(":", modulePath));
-            argv.add("-m");
-            argv.add("openshell.linux/" + WorkloadLauncher.class.getName());
-            return argv;
+            return List.of(executable);
         }
     }
 
@@ -72,7 +81,7 @@ public final class LauncherProcess implements AutoCloseable {
     }
 
     /**
-     * Starts a launcher, which then waits (up to {@link WorkloadLauncher#PLAN_WAIT}) for its plan.
+     * Starts a launcher, which then waits (up to {@link #PLAN_WAIT}) for its plan.
      *
      * @param command how to run it
      * @param stdio   its standard descriptors
@@ -81,12 +90,12 @@ public final class LauncherProcess implements AutoCloseable {
     public static LauncherProcess start(Command command, Stdio stdio) {
         List<OwnedFd> pair = UnixSockets.seqpacketPair();
         try (OwnedFd theirs = pair.get(1)) {
-            ChildProcess child = ChildProcess.builder(command.java())
+            ChildProcess child = ChildProcess.builder(command.executable())
                     .argv(command.argv())
                     .descriptor(0, stdio.stdin())
                     .descriptor(1, stdio.stdout())
                     .descriptor(2, stdio.stderr())
-                    .descriptor(WorkloadLauncher.PLAN_FD, theirs.value())
+                    .descriptor(PLAN_FD, theirs.value())
                     .newSession(stdio.newSession())
                     .spawn();
             return new LauncherProcess(child, pair.get(0));
@@ -109,14 +118,25 @@ public final class LauncherProcess implements AutoCloseable {
      * @return {@link LaunchResult.Ready} or {@link LaunchResult.Failed}
      */
     public LaunchResult sendPlan(LaunchPlan plan, Duration timeout) {
+        return sendPlan(plan, timeout, Landlock.abiVersion());
+    }
+
+    /** As above, as if the kernel's Landlock ABI were {@code abi}: tests show what an older kernel gets. */
+    LaunchResult sendPlan(LaunchPlan plan, Duration timeout, int abi) {
         if (stage != LaunchStep.PLAN) {
             throw new LinuxException("launcher", Errno.EINVAL, "plan already sent");
         }
-        byte[] encoded = plan.encode();
-        byte[] message = new byte[encoded.length + 1];
-        message[0] = WorkloadLauncher.MSG_PLAN;
-        System.arraycopy(encoded, 0, message, 1, encoded.length);
         stage = LaunchStep.LISTENER_HANDOFF;
+        LandlockOutcome planned;
+        try {
+            planned = landlockFor(plan.landlock(), abi);
+        } catch (LinuxException e) {
+            withdraw();
+            return new LaunchResult.Failed(LaunchStep.LANDLOCK, e.errno(), e.getMessage());
+        }
+        byte[] encoded = plan.encode();
+        byte[] message = ByteBuffer.allocate(PLAN_HEADER_BYTES + encoded.length).put(MSG_PLAN).putInt(abi)
+                .putLong(planned.handledFs()).putLong(planned.scopes()).put(encoded).array();
         try {
             UnixSockets.send(socket.value(), message);
         } catch (LinuxException e) {
@@ -136,18 +156,23 @@ public final class LauncherProcess implements AutoCloseable {
             return new LaunchResult.Failed(LaunchStep.PLAN, Errno.ECHILD, "launcher ended without a report");
         }
         byte[] data = m.data();
-        if (data[0] == WorkloadLauncher.MSG_FAILED) {
+        if (data[0] == MSG_FAILED) {
             m.fds().forEach(OwnedFd::close);
             return failed(data);
         }
-        if (data[0] != WorkloadLauncher.MSG_READY || m.fds().size() != 1 || data.length != 39) {
+        if (data[0] != MSG_READY || m.fds().size() != 1 || data.length != READY_BYTES) {
             m.fds().forEach(OwnedFd::close);
             return new LaunchResult.Failed(LaunchStep.LISTENER_HANDOFF, Errno.EINVAL, "malformed ready message");
         }
-        ByteBuffer in = ByteBuffer.wrap(data, 1, data.length - 1);
-        boolean killable = in.get() != 0;
-        LandlockOutcome landlock = new LandlockOutcome(in.getInt(), in.getLong(), in.getLong(), in.getLong(),
-                in.getLong(), in.get() != 0);
+        boolean killable = data[1] != 0;
+        boolean enforced = data[2] != 0;
+        if (enforced != (planned.handledFs() != 0 || planned.scopes() != 0)) {
+            m.fds().forEach(OwnedFd::close);
+            return new LaunchResult.Failed(LaunchStep.LANDLOCK, Errno.EINVAL,
+                    "the launcher reports Landlock " + (enforced ? "enforced" : "not enforced") + ", not what was planned");
+        }
+        LandlockOutcome landlock = new LandlockOutcome(planned.abi(), planned.requestedFs(), planned.handledFs(),
+                planned.requestedScopes(), planned.scopes(), enforced);
         stage = LaunchStep.ACKNOWLEDGEMENT;
         return new LaunchResult.Ready(SeccompListener.adopt(m.fds().get(0), killable), landlock);
     }
@@ -165,7 +190,7 @@ public final class LauncherProcess implements AutoCloseable {
         }
         stage = LaunchStep.EXEC;
         try {
-            UnixSockets.send(socket.value(), new byte[] {WorkloadLauncher.MSG_ACK});
+            UnixSockets.send(socket.value(), new byte[] {MSG_ACK});
         } catch (LinuxException e) {
             return new LaunchResult.Failed(LaunchStep.ACKNOWLEDGEMENT, e.errno(), "launcher gone: " + e.getMessage());
         }
@@ -184,8 +209,30 @@ public final class LauncherProcess implements AutoCloseable {
             return new LaunchResult.Started(process.pid());
         }
         byte[] data = m.data();
-        return data[0] == WorkloadLauncher.MSG_FAILED ? failed(data)
+        return data[0] == MSG_FAILED ? failed(data)
                 : new LaunchResult.Failed(LaunchStep.EXEC, Errno.EINVAL, "unexpected message");
+    }
+
+    /**
+     * The Landlock rights a launch gets on a kernel of Landlock ABI {@code abi}: what the sandbox
+     * targets ({@link KernelFeatures#LANDLOCK_ABI_TARGET}) and the kernel can enforce; none when
+     * the kernel has no Landlock.
+     *
+     * @param mode whether the target's rights are a hard requirement
+     * @param abi  the kernel's Landlock ABI (0: none)
+     * @return the outcome if the launcher enforces it ({@code enforced} set when any right is handled)
+     * @throws LinuxException EOPNOTSUPP if {@code mode} is REQUIRED and the kernel cannot enforce every right
+     */
+    static LandlockOutcome landlockFor(LaunchPlan.Mode mode, int abi) {
+        long requestedFs = Landlock.fsRights(KernelFeatures.LANDLOCK_ABI_TARGET);
+        long requestedScopes = Landlock.scopes(KernelFeatures.LANDLOCK_ABI_TARGET);
+        long handledFs = requestedFs & Landlock.fsRights(abi);
+        long scopes = requestedScopes & Landlock.scopes(abi);
+        if (mode == LaunchPlan.Mode.REQUIRED && (handledFs != requestedFs || scopes != requestedScopes)) {
+            throw new LinuxException("landlock", Errno.EOPNOTSUPP, "kernel Landlock ABI " + abi
+                    + " cannot enforce what ABI " + KernelFeatures.LANDLOCK_ABI_TARGET + " can, and the plan requires it");
+        }
+        return new LandlockOutcome(abi, requestedFs, handledFs, requestedScopes, scopes, handledFs != 0 || scopes != 0);
     }
 
     private static LaunchResult.Failed failed(byte[] data) {
@@ -200,7 +247,7 @@ public final class LauncherProcess implements AutoCloseable {
     /**
      * Refuses the launch instead of acknowledging it (for example after an incomplete
      * {@link LandlockOutcome}): the launcher sees the plan socket close and exits with
-     * {@link WorkloadLauncher#FAILURE_EXIT}; the target never runs.
+     * {@link #FAILURE_EXIT}; the target never runs.
      */
     public void withdraw() {
         socket.close();

@@ -1,6 +1,7 @@
 package openshell.linux;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -68,25 +69,32 @@ class LandlockTest {
 
     @Test
     void olderAbiFailsARequiredPlanAndIsReportedForABestEffortOne() throws Exception {
-        LaunchPlan required = Launches.bash("true").build();
-        LinuxException e = CapabilitiesTest.onFreshThread(() -> assertThrows(LinuxException.class,
-                () -> WorkloadLauncher.applyLandlock(required, 3)));
-        assertEquals(Errno.EOPNOTSUPP, e.errno());
-        assertTrue(e.getMessage().contains("ABI 3"), e.getMessage());
+        // The parent chooses the rights for the kernel's ABI; here as if the kernel were older.
+        LaunchResult required = launchAsIfAbi(Launches.bash("echo target-ran").build(), 3).ready();
+        LaunchResult.Failed failed = assertInstanceOf(LaunchResult.Failed.class, required);
+        assertEquals(LaunchStep.LANDLOCK, failed.step());
+        assertEquals(Errno.EOPNOTSUPP, failed.errno());
+        assertTrue(failed.detail().contains("ABI 3"), failed.detail());
 
-        LaunchPlan bestEffort = Launches.bash("true").landlock(LaunchPlan.Mode.BEST_EFFORT, java.util.List.of("/usr"),
-                java.util.List.of()).build();
-        LandlockOutcome outcome = CapabilitiesTest.onFreshThread(() -> {
-            ProcessControl.setNoNewPrivileges();
-            return WorkloadLauncher.applyLandlock(bestEffort, 3);
-        });
+        String probe = "if cat /etc/hostname >/dev/null 2>&1; then echo etc=opened; else echo etc=denied; fi";
+        LaunchPlan bestEffort = Launches.bash(probe).landlock(LaunchPlan.Mode.BEST_EFFORT,
+                java.util.List.of("/usr", "/lib", "/lib64", "/bin"), java.util.List.of("/dev/null")).build();
+        Launches.Outcome abi3 = launchAsIfAbi(bestEffort, 3);
+        LandlockOutcome outcome = assertInstanceOf(LaunchResult.Ready.class, abi3.ready(), abi3.toString()).landlock();
         assertTrue(outcome.enforced());
         assertEquals(Landlock.fsRights(3), outcome.handledFs());
         assertEquals(0, outcome.scopes());
         assertTrue(!outcome.complete(), "the parent sees the downgrade: " + outcome);
+        assertEquals("etc=denied", abi3.output().trim(), "the ABI 3 rights are in force");
 
-        LandlockOutcome none = WorkloadLauncher.applyLandlock(bestEffort, 0);
-        assertTrue(!none.enforced() && !none.complete(), none.toString());
+        Launches.Outcome none = launchAsIfAbi(bestEffort, 0);
+        LandlockOutcome noLandlock = assertInstanceOf(LaunchResult.Ready.class, none.ready(), none.toString()).landlock();
+        assertTrue(!noLandlock.enforced() && !noLandlock.complete(), noLandlock.toString());
+        assertEquals("etc=opened", none.output().trim(), "without Landlock nothing is denied");
+    }
+
+    private static Launches.Outcome launchAsIfAbi(LaunchPlan plan, int abi) throws Exception {
+        return Launches.run(plan, Launches::continueAll, (launcher, p) -> launcher.sendPlan(p, Launches.WAIT, abi));
     }
 
     @Test

@@ -142,7 +142,7 @@ class LauncherPlanTest {
                     LaunchResult ready = launcher.sendPlan(Launches.bash("echo target-ran").build(), Launches.WAIT);
                     ((LaunchResult.Ready) ready).listener().close();
                     launcher.withdraw();
-                    assertEquals(new ChildExit(WorkloadLauncher.FAILURE_EXIT, 0), launcher.process().awaitExit(Launches.WAIT).orElseThrow());
+                    assertEquals(new ChildExit(LauncherProcess.FAILURE_EXIT, 0), launcher.process().awaitExit(Launches.WAIT).orElseThrow());
                 }
                 assertEquals("", new String(read.readToEnd(4096, Launches.WAIT), StandardCharsets.UTF_8));
             }

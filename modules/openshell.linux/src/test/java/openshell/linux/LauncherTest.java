@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
-/** The launcher end to end: a real launcher JVM, real targets, the real kernel, as root. */
+/** The launcher end to end: the native launcher, real targets, the real kernel, as root. */
 class LauncherTest {
 
     @Test
@@ -34,7 +34,7 @@ class LauncherTest {
         assertTrue(out.contains("userns=refused"), "a new user namespace would regain capabilities:\n" + out);
         List<String> lines = out.lines().toList();
         assertEquals(List.of("0", "1", "2"), lines.subList(lines.indexOf("fds-begin") + 1, lines.indexOf("fds-end")),
-                "nothing of the launcher JVM or the parent leaks into the target:\n" + out);
+                "nothing of the launcher or the parent leaks into the target:\n" + out);
         assertEquals(new ChildExit(0, 0), outcome.exit());
     }
 
@@ -67,7 +67,7 @@ class LauncherTest {
         assertEquals(Errno.ENOENT, failed.errno());
         assertTrue(failed.detail().contains("chdir(/nonexistent-dir)"), failed.detail());
         assertTrue(!outcome.output().contains("target-ran"), outcome.output());
-        assertEquals(new ChildExit(WorkloadLauncher.FAILURE_EXIT, 0), outcome.exit());
+        assertEquals(new ChildExit(LauncherProcess.FAILURE_EXIT, 0), outcome.exit());
     }
 
     @Test
@@ -84,8 +84,8 @@ class LauncherTest {
     }
 
     @Test
-    void enteringAUserNamespaceFromTheJvmFailsClearly() throws Exception {
-        // A fresh user namespace held by a child: the launcher (a JVM) cannot setns into it.
+    void enteringAUserNamespaceFailsClearly() throws Exception {
+        // A fresh user namespace held by a child: the launcher does not enter user namespaces (it must be started inside).
         try (ChildProcess holder = ChildProcess.builder("/usr/bin/unshare")
                 .argv(List.of("unshare", "-U", "/usr/bin/sleep", "60")).spawn()) {
             try {
@@ -101,6 +101,7 @@ class LauncherTest {
                 LaunchResult.Failed failed = assertInstanceOf(LaunchResult.Failed.class, outcome.ready());
                 assertEquals(LaunchStep.NAMESPACES, failed.step());
                 assertEquals(Errno.EINVAL, failed.errno());
+                assertTrue(failed.detail().contains("start it inside it"), failed.detail());
             } finally {
                 holder.pidfd().signal(9);
                 holder.awaitExit(Launches.WAIT);

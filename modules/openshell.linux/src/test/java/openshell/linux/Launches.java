@@ -7,7 +7,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BiPredicate;
 
-/** Test-side launches: a real launcher JVM on the module path, a real target, a real listener. */
+/** Test-side launches: the real native launcher this build made, a real target, a real listener. */
 final class Launches {
     static final Duration WAIT = Duration.ofSeconds(60);
     static final int NOBODY = 65534;
@@ -16,14 +16,11 @@ final class Launches {
     }
 
     static LauncherProcess.Command command() {
-        String modulePath = System.getProperty("jdk.module.path");
-        String jna = System.getProperty("jna.boot.library.path");
-        if (modulePath == null || jna == null) {
-            throw new IllegalStateException("tests must run on the module path with jna.boot.library.path set");
+        String launcher = System.getProperty("openshell.launcher");
+        if (launcher == null || !java.nio.file.Files.isExecutable(java.nio.file.Path.of(launcher))) {
+            throw new IllegalStateException("tests need -Dopenshell.launcher=<the build's native launcher>, not " + launcher);
         }
-        return new LauncherProcess.Command(System.getProperty("java.home") + "/bin/java",
-                List.of(modulePath.split(":")), jna,
-                List.of("-Xshare:auto", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx64m"));
+        return new LauncherProcess.Command(launcher);
     }
 
     /** A plan for {@code bash -c script} as nobody, with read-only system paths and /proc. */
@@ -44,6 +41,12 @@ final class Launches {
      * returning {@code false} to stop serving.
      */
     static Outcome run(LaunchPlan plan, BiPredicate<SeccompListener, SeccompNotification> handler) throws Exception {
+        return run(plan, handler, (launcher, p) -> launcher.sendPlan(p, WAIT));
+    }
+
+    /** As above, sending the plan with {@code send}. */
+    static Outcome run(LaunchPlan plan, BiPredicate<SeccompListener, SeccompNotification> handler,
+                       java.util.function.BiFunction<LauncherProcess, LaunchPlan, LaunchResult> send) throws Exception {
         List<OwnedFd> output = OwnedFd.pipe();
         try (OwnedFd devNull = Namespaces.openPath("/dev/null"); OwnedFd read = output.get(0)) {
             LauncherProcess launcher;
@@ -51,7 +54,7 @@ final class Launches {
                 launcher = LauncherProcess.start(command(), new LauncherProcess.Stdio(devNull.value(), write.value(), write.value(), false));
             }
             try (launcher) {
-                LaunchResult ready = launcher.sendPlan(plan, WAIT);
+                LaunchResult ready = send.apply(launcher, plan);
                 if (!(ready instanceof LaunchResult.Ready r)) {
                     String text = new String(read.readToEnd(1 << 20, WAIT), StandardCharsets.UTF_8);
                     return new Outcome(ready, null, text, launcher.process().awaitExit(WAIT).orElseThrow());

@@ -22,20 +22,16 @@ import openshell.linux.ProcessControl;
 import openshell.linux.Pty;
 
 /**
- * The workload's process tree, owned by the runtime: every workload process starts through the
- * launcher (a pre-started one for pipe execs, so its JVM start-up is off the critical path), is
+ * The workload's process tree, owned by the runtime: every workload process starts through a
+ * launcher of its own (the native {@code openshell-launcher}, started for it), is
  * moved into the workload's cgroup v2 leaf before it receives its plan (so every descendant,
  * double-forked or not, is in it), and has its seccomp listener served by the broker before it
  * may run. Terminating kills the whole leaf ({@code cgroup.kill}). The runtime is a child
  * subreaper, and reaps orphans that are not its own launches.
  *
- * <p>The spare launcher: one is started with the tree, so the first launch (the agent's) finds its
- * JVM booted while the link was set up. After that a spare is kept only while execs come in a
- * burst: an exec that follows the previous one within {@link #SPARE_IDLE} starts the next spare,
- * and a spare nobody took within {@link #SPARE_IDLE} is stopped. A spare launcher JVM costs about
- * 23 MiB of a host's memory (PSS; 42 MiB resident), as much as a sixth of a sandbox: an idle
- * sandbox, or one exec'd into now and then, holds none; a sandbox being exec'd into repeatedly finds
- * one ready from its third exec on. The first exec of a burst boots a launcher (~0.4 s of CPU).
+ * <p>No launcher is started ahead of time: the native launcher starts in about a millisecond and
+ * an idle one would only hold memory. (The launcher JVM it replaced needed ~0.4 s of CPU, so a
+ * spare was kept ready; see tests/perf/README.md.)
  */
 final class ProcessTree implements AutoCloseable {
     /** Longest wait for a launcher to report each step. */
@@ -46,12 +42,6 @@ final class ProcessTree implements AutoCloseable {
     static final int MAX_LAST_WORDS = 2048;
     /** How often orphans are looked for. */
     static final Duration REAP_INTERVAL = Duration.ofMillis(200);
-    /**
-     * Execs at most this far apart are a burst, which keeps a spare launcher ready; a spare not
-     * taken within it is stopped.
-     */
-    static final Duration SPARE_IDLE = Duration.ofSeconds(60);
-
     /** Everything about a workload process except what the caller chooses. */
     interface PlanTemplate extends Function<LaunchRequest, LaunchPlan> {
     }
@@ -75,34 +65,14 @@ final class ProcessTree implements AutoCloseable {
     private final Set<Integer> launched = ConcurrentHashMap.newKeySet();
     private final java.util.concurrent.atomic.AtomicLong processLeaves = new java.util.concurrent.atomic.AtomicLong();
     private final Map<Integer, WorkloadProcess> processes = new ConcurrentHashMap<>();
-    private volatile PreStarted ready;
-    /** Whether a pipe launch took place: the first (the agent's) never starts a spare. */
-    private final java.util.concurrent.atomic.AtomicBoolean launchedThroughPipes = new java.util.concurrent.atomic.AtomicBoolean();
-    /** When the last pipe exec after the first launch started, {@code System.nanoTime}; none yet if empty. */
-    private java.util.OptionalLong lastExecNanos = java.util.OptionalLong.empty();
-    private final Duration spareIdle;
     private volatile boolean terminated;
     private final Thread reaper;
 
-    /** A launcher started ahead of time, with the pipes it will hand its target. */
-    private record PreStarted(LauncherProcess launcher, OwnedFd stdin, OwnedFd stdout, OwnedFd stderr) {
-        void discard() {
-            launcher.kill();
-            launcher.process().awaitExit(KILL_WAIT);
-            launcher.close();
-            stdin.close();
-            stdout.close();
-            stderr.close();
-        }
+    /** A launcher just started, with the pipes it will hand its target. */
+    private record Started(LauncherProcess launcher, OwnedFd stdin, OwnedFd stdout, OwnedFd stderr) {
     }
 
     ProcessTree(LauncherProcess.Command command, PlanTemplate template, NetworkBroker broker, Cgroup cgroup) {
-        this(command, template, broker, cgroup, SPARE_IDLE);
-    }
-
-    /** With another {@link #SPARE_IDLE}: tests. */
-    ProcessTree(LauncherProcess.Command command, PlanTemplate template, NetworkBroker broker, Cgroup cgroup, Duration spareIdle) {
-        this.spareIdle = spareIdle;
         this.command = command;
         this.template = template;
         this.broker = broker;
@@ -110,7 +80,6 @@ final class ProcessTree implements AutoCloseable {
         this.network = broker.network();
         ProcessControl.setChildSubreaper(true);
         this.reaper = Thread.ofPlatform().daemon(true).name("orphan-reaper").start(this::reapOrphans);
-        this.ready = preStart();
     }
 
     /** @return the cgroup v2 leaf for a workload, under the first writable cgroup2 mount */
@@ -120,13 +89,13 @@ final class ProcessTree implements AutoCloseable {
         return Cgroup.create(root, name);
     }
 
-    private PreStarted preStart() {
+    private Started startWithPipes() {
         List<OwnedFd> in = OwnedFd.pipe();
         List<OwnedFd> out = OwnedFd.pipe();
         List<OwnedFd> err = OwnedFd.pipe();
         try (OwnedFd childIn = in.get(0); OwnedFd childOut = out.get(1); OwnedFd childErr = err.get(1)) {
             LauncherProcess launcher = spawn(new LauncherProcess.Stdio(childIn.value(), childOut.value(), childErr.value(), false));
-            return new PreStarted(launcher, in.get(1), out.get(0), err.get(0));
+            return new Started(launcher, in.get(1), out.get(0), err.get(0));
         }
     }
 
@@ -173,21 +142,11 @@ final class ProcessTree implements AutoCloseable {
             stdout = terminal.master();
             stderr = Optional.empty();
         } else {
-            PreStarted taken;
-            synchronized (this) {
-                taken = ready;
-                ready = null;
-            }
-            if (taken == null) {
-                taken = preStart();
-            }
+            Started taken = startWithPipes();
             launcher = taken.launcher();
             stdin = taken.stdin();
             stdout = taken.stdout();
             stderr = Optional.of(taken.stderr());
-            if (launchedThroughPipes.getAndSet(true) && inBurst(System.nanoTime())) {
-                Thread.ofVirtual().start(this::refill);
-            }
         }
         // Its own leaf under the workload's, before it runs anything: terminate() of this process
         // kills exactly its tree (double forks and setsid included), the workload's leaf all of them.
@@ -196,52 +155,28 @@ final class ProcessTree implements AutoCloseable {
             own = Cgroup.create(cgroup.path(), "p" + processLeaves.incrementAndGet());
             own.move(launcher.process().pid());
         } catch (LinuxException e) {
-            launcher.kill();
-            launcher.close();
+            abandon(launcher, stdin, stdout, stderr, pty);
             throw new BackendException(BackendException.Kind.FAILED, "cannot give the process its own cgroup: " + e.getMessage());
         }
         LaunchResult result = launcher.sendPlan(plan, LAUNCH_WAIT);
-        if (result instanceof LaunchResult.Failed f && f.step() == openshell.linux.LaunchStep.PLAN && pty.isEmpty()) {
-            // The plan never reached the launcher (a spare whose JVM died waiting): nothing ran, so
-            // one fresh launcher tries again. What the dead one wrote is kept in the audit log.
-            NetworkBroker.audit("launcher", "gone-before-plan", f.detail() + ": " + stderr.map(ProcessTree::lastWords).orElse(""));
-            launcher.kill();
-            launcher.process().awaitExit(KILL_WAIT);
-            launcher.close();
-            stdin.close();
-            stdout.close();
-            stderr.ifPresent(OwnedFd::close);
-            PreStarted fresh = preStart();
-            launcher = fresh.launcher();
-            stdin = fresh.stdin();
-            stdout = fresh.stdout();
-            stderr = Optional.of(fresh.stderr());
-            try {
-                own.move(launcher.process().pid());
-            } catch (LinuxException e) {
-                fresh.discard();
-                throw new BackendException(BackendException.Kind.FAILED, "cannot give the process its own cgroup: " + e.getMessage());
-            }
-            result = launcher.sendPlan(plan, LAUNCH_WAIT);
-        }
         if (!(result instanceof LaunchResult.Ready r)) {
-            launcher.kill();
-            launcher.close();
-            // A launcher gone before its plan said why on its stderr (a JVM that did not start).
+            // A launcher gone before its plan may have said why on its stderr.
             String said = result instanceof LaunchResult.Failed f && f.step() == openshell.linux.LaunchStep.PLAN
                     ? stderr.map(ProcessTree::lastWords).filter(w -> !w.isEmpty()).map(w -> "; the launcher wrote: " + w)
                             .orElse("")
                     : "";
+            abandon(launcher, stdin, stdout, stderr, pty);
             throw new BackendException(BackendException.Kind.FAILED, "launch failed: " + result + said);
         }
         if (!r.landlock().complete() && plan.landlock() == LaunchPlan.Mode.REQUIRED) {
-            launcher.withdraw();
+            r.listener().close();
+            abandon(launcher, stdin, stdout, stderr, pty);
             throw new BackendException(BackendException.Kind.FAILED, "Landlock incomplete: " + r.landlock());
         }
         broker.serve(r.listener());
         LaunchResult started = launcher.acknowledge(LAUNCH_WAIT);
         if (!(started instanceof LaunchResult.Started)) {
-            launcher.kill();
+            abandon(launcher, stdin, stdout, stderr, pty);
             throw new BackendException(BackendException.Kind.FAILED, "exec failed: " + started);
         }
         WorkloadProcess process = new WorkloadProcess(own, launcher.process(), stdin, stdout, stderr, pty);
@@ -251,6 +186,25 @@ final class ProcessTree implements AutoCloseable {
             terminateAll();
         }
         return process;
+    }
+
+    /** A launch that failed: its launcher killed and reaped (the target never ran), our ends of its stdio closed. */
+    private static void abandon(LauncherProcess launcher, OwnedFd stdin, OwnedFd stdout, Optional<OwnedFd> stderr,
+                                Optional<Pty> pty) {
+        try {
+            launcher.kill();
+            launcher.process().awaitExit(KILL_WAIT);
+        } catch (LinuxException e) {
+            NetworkBroker.audit("launcher", "not-reaped", e.getMessage());
+        }
+        launcher.close();
+        if (pty.isPresent()) {
+            pty.get().close();
+        } else {
+            stdin.close();
+            stdout.close();
+            stderr.ifPresent(OwnedFd::close);
+        }
     }
 
     /**
@@ -268,67 +222,15 @@ final class ProcessTree implements AutoCloseable {
         return n <= 0 ? "" : new String(buffer, 0, n, java.nio.charset.StandardCharsets.UTF_8).strip();
     }
 
-    /** Records an exec at {@code now}; whether it follows the previous one within the spare's idle time. */
-    private synchronized boolean inBurst(long now) {
-        boolean burst = lastExecNanos.isPresent() && now - lastExecNanos.getAsLong() <= spareIdle.toNanos();
-        lastExecNanos = java.util.OptionalLong.of(now);
-        return burst;
-    }
-
-    private void refill() {
-        if (terminated) {
-            return;
-        }
-        PreStarted next = preStart();
-        synchronized (this) {
-            if (ready == null && !terminated) {
-                ready = next;
-                Thread.ofVirtual().start(() -> expire(next));
-                return;
-            }
-        }
-        next.discard();
-    }
-
-    /** Stops this spare if nobody took it within the spare's idle time. */
-    private void expire(PreStarted spare) {
-        try {
-            Thread.sleep(spareIdle);
-        } catch (InterruptedException e) {
-            return;
-        }
-        synchronized (this) {
-            if (ready != spare) {
-                return;
-            }
-            ready = null;
-        }
-        spare.discard();
-    }
-
     /** Kills every workload process, however it was started or re-parented. Idempotent. */
     void terminateAll() {
         terminated = true;
-        PreStarted spare;
-        synchronized (this) {
-            spare = ready;
-            ready = null;
-        }
-        if (spare != null) {
-            spare.discard();
-        }
         processes.values().forEach(WorkloadProcess::killedWithTheTree);
         cgroup.killAll();
         long deadline = System.nanoTime() + KILL_WAIT.toNanos();
         while (cgroup.events().populated() && System.nanoTime() < deadline) {
             Thread.onSpinWait();
         }
-    }
-
-    /** @return the pid of the spare launcher waiting for the next pipes launch, if there is one (tests) */
-    Optional<Integer> sparePid() {
-        PreStarted spare = ready;
-        return spare == null ? Optional.empty() : Optional.of(spare.launcher().process().pid());
     }
 
     boolean isTerminated() {

@@ -165,7 +165,7 @@ final class SandboxRuntime implements RuntimeControl, AutoCloseable {
     }
 
     /**
-     * Launches outside the monitor: a launch can wait for a launcher JVM to boot, and signals,
+     * Launches outside the monitor: a launch can wait for its launcher, and signals,
      * attaches and other execs must not queue behind it. The slot is counted before the launch,
      * so {@link #MAX_PROCESSES} holds with launches in flight.
      */

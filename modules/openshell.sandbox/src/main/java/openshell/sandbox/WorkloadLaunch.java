@@ -11,9 +11,9 @@ import openshell.linux.LaunchPlan;
 import openshell.linux.LauncherProcess;
 
 /**
- * How the runtime's main starts workload processes: the launcher command of this very JVM (same
- * java, module path and JNA directory), the workload's uid/gid from the launch bundle, Landlock
- * with the host's tool directories read-only and only the workspace writable, and a cgroup v2
+ * How the runtime's main starts workload processes: the image's native launcher, the workload's
+ * uid/gid from the launch bundle, Landlock with the host's tool directories read-only and only
+ * the workspace writable, and a cgroup v2
  * leaf under the runtime's own cgroup (the process driver delegates that cgroup to the
  * sandbox's mapped root, so the leaf can be created and killed from inside the user namespace).
  */
@@ -26,55 +26,30 @@ final class WorkloadLaunch {
             "/dev/pts");
     /** Where argv[0] is looked up when it is not absolute. */
     static final List<String> SEARCH_PATH = List.of("/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin");
-    /**
-     * The workload launcher JVM's options. Each workload process (and the spare the runtime keeps
-     * ready) is such a JVM, so its resident memory counts once per process. It loads a few hundred
-     * classes, makes a handful of native calls and execs: the interpreter alone ({@code -Xint})
-     * starts it with less CPU than C1 and without compiler threads or code, and its heap holds one
-     * plan (at most {@code LaunchPlan.MAX_PLAN_BYTES}). Measured in the sandbox image (tests/perf/README.md):
-     * 60.7 -> 41.7 MiB resident and 640-840 -> 340-440 ms of CPU to ready, with
-     * {@link #LAUNCHER_MODULES} as its module path.
-     */
-    static final List<String> LAUNCHER_JVM_OPTIONS = List.of("-Xint", "-XX:+UseSerialGC", "-Xms4m", "-Xmx32m",
-            "-XX:-UsePerfData");
-    /**
-     * The launcher's module path: only these modules' locations. With the runtime's whole module
-     * path, JNA (an automatic module in the image) drew every automatic module of it (guava, grpc,
-     * protobuf...) into the launcher's module graph: 6 MiB resident more.
-     */
-    static final List<String> LAUNCHER_MODULES = List.of("openshell.linux", "com.sun.jna");
+    /** Where the runtime image keeps the native workload launcher, under {@code java.home}. */
+    static final String IMAGE_LAUNCHER = "lib/openshell-launcher";
+    /** Names another launcher: a runtime run from a build's class path (tests) rather than the image. */
+    static final String LAUNCHER_PROPERTY = "openshell.launcher";
 
     private WorkloadLaunch() {
     }
 
-    /** @return the launcher command of this JVM */
+    /**
+     * @return the native launcher: {@value #LAUNCHER_PROPERTY} if set, else the image's {@value #IMAGE_LAUNCHER}
+     * @throws BackendException UNAVAILABLE if it is not an executable file
+     */
     static LauncherProcess.Command command() {
-        String jna = System.getProperty("jna.boot.library.path");
-        if (jna == null) {
-            throw new BackendException(BackendException.Kind.UNAVAILABLE,
-                    "the runtime must run with -Djna.boot.library.path set (its launcher needs it)");
-        }
-        return new LauncherProcess.Command(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                launcherModulePath(), jna, LAUNCHER_JVM_OPTIONS);
+        return command(java.util.Optional.ofNullable(System.getProperty(LAUNCHER_PROPERTY)), Path.of(System.getProperty("java.home")));
     }
 
-    /**
-     * @return where this JVM found {@link #LAUNCHER_MODULES}, as the launcher's module path
-     * @throws BackendException UNAVAILABLE if one is not a named module of the boot layer with a location
-     */
-    static List<String> launcherModulePath() {
-        List<String> path = new ArrayList<>();
-        for (String name : LAUNCHER_MODULES) {
-            Path location = ModuleLayer.boot().configuration().findModule(name)
-                    .flatMap(module -> module.reference().location())
-                    .filter(uri -> "file".equals(uri.getScheme()))
-                    .map(Path::of)
-                    .orElseThrow(() -> new BackendException(BackendException.Kind.UNAVAILABLE,
-                            "the runtime must run on the module path: no file location for module " + name
-                                    + " (the workload launcher needs it)"));
-            path.add(location.toString());
+    /** As above, for a given property value and {@code java.home}. */
+    static LauncherProcess.Command command(java.util.Optional<String> named, Path javaHome) {
+        Path launcher = named.map(Path::of).orElse(javaHome.resolve(IMAGE_LAUNCHER));
+        if (!launcher.isAbsolute() || !Files.isRegularFile(launcher) || !Files.isExecutable(launcher)) {
+            throw new BackendException(BackendException.Kind.UNAVAILABLE, "no workload launcher at " + launcher
+                    + " (the runtime image has it as " + IMAGE_LAUNCHER + "; elsewhere set -D" + LAUNCHER_PROPERTY + ")");
         }
-        return List.copyOf(path);
+        return new LauncherProcess.Command(launcher.toString());
     }
 
     /**

@@ -119,7 +119,8 @@ final class MainHarness implements AutoCloseable {
         List<String> command = new ArrayList<>(List.of("/usr/bin/unshare", "--net", "--mount",
                 System.getProperty("java.home") + "/bin/java",
                 "--enable-native-access=com.sun.jna", "-Djna.boot.library.path=" + System.getProperty("jna.boot.library.path"),
-                "-Djna.nounpack=true", "-Djna.noclasspath=true", "--add-modules", "ALL-MODULE-PATH", "-cp", System.getProperty("java.class.path"), "-p", System.getProperty("jdk.module.path"),
+                "-Djna.nounpack=true", "-Djna.noclasspath=true",
+                "-D" + WorkloadLaunch.LAUNCHER_PROPERTY + "=" + System.getProperty(WorkloadLaunch.LAUNCHER_PROPERTY), "--add-modules", "ALL-MODULE-PATH", "-cp", System.getProperty("java.class.path"), "-p", System.getProperty("jdk.module.path"),
                 "-m", "openshell.sandbox/openshell.sandbox.SandboxMain"));
         command.addAll(args);
         Process p = new ProcessBuilder(command).start();

@@ -24,7 +24,7 @@ import openshell.linux.LaunchPlan;
 import org.junit.jupiter.api.Test;
 
 /**
- * Process ownership on the real kernel: execs through pre-started launchers into a cgroup v2
+ * Process ownership on the real kernel: execs through the native launcher into a cgroup v2
  * leaf, pipes and a terminal, stdin half-close, signals, exit after drained output, and
  * terminate killing a double-forked, setsid'd descendant.
  */
@@ -32,16 +32,12 @@ class ProcessTreeTest {
     private static final Duration WAIT = TestSandbox.WAIT;
 
     static ProcessTree tree(TestSandbox sandbox) {
-        return tree(sandbox, ProcessTree.SPARE_IDLE);
-    }
-
-    static ProcessTree tree(TestSandbox sandbox, Duration spareIdle) {
         Cgroup leaf = ProcessTree.leaf("openshell-test-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
         return new ProcessTree(TestSandbox.command(), request -> {
             LaunchPlan.Builder plan = sandbox.plan(request.argv().get(0), request.argv())
                     .envp(request.environment()).workingDirectory(request.directory());
             return plan.controllingTerminal(request.terminal().isPresent()).build();
-        }, sandbox.broker, leaf, spareIdle);
+        }, sandbox.broker, leaf);
     }
 
     static ProcessTree.LaunchRequest pipes(String... argv) {
@@ -73,58 +69,23 @@ class ProcessTreeTest {
         }
     }
 
-    /** A spare launcher that died before its plan (its JVM did not come up) costs a retry, not the launch. */
+    /** No launcher is started ahead of a launch, and none is left waiting after one. */
     @Test
-    void aSpareLauncherThatDiedIsReplacedAndTheLaunchSucceeds() throws Exception {
+    void noLauncherWaitsBeforeOrBetweenLaunches() throws Exception {
         try (TestSandbox sandbox = new TestSandbox(); ProcessTree tree = tree(sandbox)) {
-            int spare = tree.sparePid().orElseThrow();
-            ProcessHandle handle = ProcessHandle.of(spare).orElseThrow();
-            assertTrue(handle.destroyForcibly());
-            long deadline = System.nanoTime() + TestSandbox.WAIT.toNanos();
-            while (Files.readString(Path.of("/proc/" + spare + "/stat")).strip().matches("\\d+ \\(.*\\) [^Z] .*")) {
-                assertTrue(System.nanoTime() < deadline, "the spare launcher did not die");
-                Thread.sleep(10);
-            }
-            WorkloadProcess p = tree.start(pipes("/usr/bin/bash", "-c", "echo launched"));
-            CompletableFuture<String> out = readAll(p.stdout());
-            readAll(p.stderr());
-            assertEquals("launched\n", out.get(TestSandbox.WAIT.toSeconds(), TimeUnit.SECONDS));
-            assertEquals(Optional.of(new ExitStatus.Exited(0)), p.awaitExit(TestSandbox.WAIT));
-            assertTrue(tree.sparePid().isEmpty() || tree.sparePid().get() != spare, "the dead spare is not kept");
+            assertEquals(List.of(), idleLaunchers(), "a launcher waits before any launch");
+            run(tree, "agent");
+            run(tree, "exec");
+            assertEquals(List.of(), idleLaunchers(), "a launcher waits after the launches");
         }
     }
 
-    /** An idle sandbox holds no spare launcher JVM; one being exec'd into keeps one ready. */
-    @Test
-    void aSpareIsKeptOnlyWhileExecsComeInABurstAndStoppedWhenNobodyTakesIt() throws Exception {
-        // Longer than one launcher JVM's boot on a loaded machine: "burst-exec" follows "late-exec"
-        // by that boot, and must count as a burst.
-        Duration idle = Duration.ofSeconds(8);
-        try (TestSandbox sandbox = new TestSandbox(); ProcessTree tree = tree(sandbox, idle)) {
-            assertTrue(tree.sparePid().isPresent(), "the tree starts with a spare for its first launch");
-            run(tree, "agent");
-            assertTrue(tree.sparePid().isEmpty(), "the agent's launch started another spare launcher JVM");
-            run(tree, "lone-exec");
-            assertTrue(tree.sparePid().isEmpty(), "a lone exec started a spare launcher JVM");
-            // Past the idle time: not a burst, so still no spare (the bound, from the far side).
-            Thread.sleep(idle.toMillis() + 500);
-            run(tree, "late-exec");
-            assertTrue(tree.sparePid().isEmpty(), "an exec " + idle + " after the last one started a spare");
-            // Right after it: a burst, so the next spare starts.
-            run(tree, "burst-exec");
-            long deadline = System.nanoTime() + WAIT.toNanos();
-            while (tree.sparePid().isEmpty()) {
-                assertTrue(System.nanoTime() < deadline, "no spare launcher during a burst of execs");
-                Thread.sleep(10);
-            }
-            int spare = tree.sparePid().orElseThrow();
-            // A spare nobody takes within the idle time is stopped, its JVM gone.
-            deadline = System.nanoTime() + idle.toNanos() + WAIT.toNanos();
-            while (tree.sparePid().isPresent() || ProcessHandle.of(spare).filter(ProcessHandle::isAlive).isPresent()) {
-                assertTrue(System.nanoTime() < deadline, "the untaken spare " + spare + " outlived " + idle);
-                Thread.sleep(50);
-            }
-        }
+    /** Our children still running the launcher program (a target has exec'd away from it). */
+    private static List<Long> idleLaunchers() {
+        String launcher = TestSandbox.command().executable();
+        return ProcessHandle.current().children()
+                .filter(p -> p.info().command().filter(launcher::equals).isPresent())
+                .map(ProcessHandle::pid).toList();
     }
 
     private static void run(ProcessTree tree, String word) throws Exception {

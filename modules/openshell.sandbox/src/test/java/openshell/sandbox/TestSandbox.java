@@ -74,13 +74,8 @@ final class TestSandbox implements AutoCloseable {
     }
 
     static LauncherProcess.Command command() {
-        String jna = System.getProperty("jna.boot.library.path");
-        if (jna == null) {
-            throw new IllegalStateException("tests must run with jna.boot.library.path set");
-        }
-        // The runtime's launcher options and module path: the tests launch as the image does.
-        return new LauncherProcess.Command(System.getProperty("java.home") + "/bin/java",
-                WorkloadLaunch.launcherModulePath(), jna, WorkloadLaunch.LAUNCHER_JVM_OPTIONS);
+        // The runtime's own lookup: the tests launch with the launcher the runtime would find.
+        return WorkloadLaunch.command();
     }
 
     /** A plan for {@code executable argv...} as nobody in the sandbox's network namespace. */

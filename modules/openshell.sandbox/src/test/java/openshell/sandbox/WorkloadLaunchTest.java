@@ -1,41 +1,47 @@
 package openshell.sandbox;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.zip.ZipFile;
+import java.util.Optional;
+import openshell.isolation.BackendException;
 import openshell.linux.LauncherProcess;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 class WorkloadLaunchTest {
 
     @Test
-    void theLauncherGetsOnlyItsOwnModulesAndItsOptions() throws IOException {
+    void theLauncherIsTheNamedNativeProgramAndTakesNoArguments() throws IOException {
         LauncherProcess.Command command = WorkloadLaunch.command();
-        List<String> path = command.modulePath();
-        // One location per launcher module, each where this JVM loaded it from: nothing else of
-        // the runtime's module path (automatic modules would all join the launcher's graph).
-        assertEquals(WorkloadLaunch.LAUNCHER_MODULES.size(), path.size(), path.toString());
-        List<String> classes = List.of("openshell/linux/WorkloadLauncher.class", "com/sun/jna/Native.class");
-        for (int i = 0; i < path.size(); i++) {
-            Path location = Path.of(path.get(i));
-            assertTrue(holds(location, classes.get(i)), location + " should hold " + classes.get(i));
-        }
-        List<String> argv = command.argv();
-        assertEquals(WorkloadLaunch.LAUNCHER_JVM_OPTIONS, argv.subList(1, 1 + WorkloadLaunch.LAUNCHER_JVM_OPTIONS.size()));
-        assertTrue(argv.contains("-Xint") && argv.contains("-Xmx32m"), argv.toString());
+        Path launcher = Path.of(command.executable());
+        assertEquals(Path.of(System.getProperty(WorkloadLaunch.LAUNCHER_PROPERTY)), launcher);
+        byte[] head = Files.readAllBytes(launcher);
+        assertTrue(head.length > 4 && head[0] == 0x7f && head[1] == 'E' && head[2] == 'L' && head[3] == 'F',
+                "an ELF program, not a script");
+        assertEquals(List.of(launcher.toString()), command.argv(), "everything comes in the plan, nothing on the command line");
     }
 
-    private static boolean holds(Path location, String entry) throws IOException {
-        if (Files.isDirectory(location)) {
-            return Files.isRegularFile(location.resolve(entry));
+    @Test
+    void aMissingOrNonExecutableLauncherIsAClearError(@TempDir Path dir) throws IOException {
+        Path notExecutable = Files.writeString(dir.resolve("openshell-launcher"), "#!/bin/sh\n");
+        for (Path path : List.of(dir.resolve("missing"), notExecutable, dir)) {
+            BackendException e = assertThrows(BackendException.class,
+                    () -> WorkloadLaunch.command(Optional.of(path.toString()), Path.of("/nonexistent")));
+            assertEquals(BackendException.Kind.UNAVAILABLE, e.kind());
+            assertTrue(e.getMessage().contains(path.toString()) && e.getMessage().contains(WorkloadLaunch.IMAGE_LAUNCHER),
+                    e.getMessage());
         }
-        try (ZipFile jar = new ZipFile(location.toFile())) {
-            return jar.getEntry(entry) != null;
-        }
+        // Without the property: the image's place under java.home.
+        Files.createDirectories(dir.resolve("lib"));
+        Path image = Files.copy(Path.of(System.getProperty(WorkloadLaunch.LAUNCHER_PROPERTY)), dir.resolve(WorkloadLaunch.IMAGE_LAUNCHER));
+        assertEquals(image.toString(), WorkloadLaunch.command(Optional.empty(), dir).executable());
+        BackendException none = assertThrows(BackendException.class, () -> WorkloadLaunch.command(Optional.empty(), Path.of("/nonexistent")));
+        assertTrue(none.getMessage().contains("/nonexistent/" + WorkloadLaunch.IMAGE_LAUNCHER), none.getMessage());
     }
 }

@@ -139,7 +139,8 @@ final class RuntimeLaunches {
         Path runtimeLauncher = script(bin.resolve("openshell-sandbox"), "#!/bin/sh\nexec "
                 + Path.of(System.getProperty("java.home"), "bin", "java") + " --enable-native-access=com.sun.jna"
                 + " -Djna.boot.library.path=" + System.getProperty("openshell.mains.jna.dir")
-                + " -Djna.nounpack=true -Djna.noclasspath=true --add-modules ALL-MODULE-PATH -p " + modulePath
+                + " -Djna.nounpack=true -Djna.noclasspath=true" + nativeLauncherOption(bin.resolve("openshell-sandbox"))
+                + " --add-modules ALL-MODULE-PATH -p " + modulePath
                 + " -m openshell.sandbox/openshell.sandbox.SandboxMain \"$@\"\n");
         // Holds the supervisor's place for the driver; the bundle on stdin is discarded, never stored.
         Path supervisorStandIn = script(bin.resolve("supervisor-stand-in"), "#!/bin/sh\ncat >/dev/null\nexec sleep 86400\n");
@@ -376,5 +377,16 @@ final class RuntimeLaunches {
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
+    }
+
+    /**
+     * The build's native workload launcher, copied beside {@code file} where the sandbox's mapped
+     * root can run it, as the runtime's {@code -Dopenshell.launcher} option.
+     */
+    private static String nativeLauncherOption(Path file) throws IOException {
+        Path copy = file.resolveSibling("openshell-launcher");
+        Files.copy(Path.of(System.getProperty("openshell.mains.launcher")), copy, StandardCopyOption.REPLACE_EXISTING);
+        Files.setPosixFilePermissions(copy, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
+        return " -Dopenshell.launcher=" + copy;
     }
 }

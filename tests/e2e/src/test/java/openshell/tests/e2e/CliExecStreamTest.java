@@ -484,8 +484,8 @@ class CliExecStreamTest {
         Path script = dir.resolve(name);
         Files.writeString(script, "#!/bin/sh\nexec " + javaCommand + " --enable-native-access=com.sun.jna,openshell.protocol --add-exports=java.base/sun.nio.ch=openshell.protocol"
                 + " -Djna.boot.library.path=" + System.getProperty("openshell.e2e.jna")
-                + " -Djna.nounpack=true -Djna.noclasspath=true --add-modules ALL-MODULE-PATH"
-                + " -p " + String.join(java.io.File.pathSeparator, entries) + " -m " + main + " \"$@\"\n");
+                + " -Djna.nounpack=true -Djna.noclasspath=true" + Launchers.nativeLauncherOption(dir)
+                + " --add-modules ALL-MODULE-PATH -p " + String.join(java.io.File.pathSeparator, entries) + " -m " + main + " \"$@\"\n");
         // Every sandbox uid must reach the launchers and the jars.
         for (Path p : new Path[] {script, lib, dir, dir.getParent()}) {
             Files.setPosixFilePermissions(p, PosixFilePermissions.fromString("rwxr-xr-x"));

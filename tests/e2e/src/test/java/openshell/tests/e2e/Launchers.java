@@ -41,8 +41,8 @@ final class Launchers {
         env.put("OPENSHELL_SUPERVISOR_LAUNCHER", bundles.isPresent()
                 ? script(dir, "supervisor-capturing", capturing(bundles.get(), java(modulePath, supervisorMain))).toString()
                 : script(dir, "supervisor", "exec " + java(modulePath, supervisorMain) + " \"$@\"\n").toString());
-        env.put("OPENSHELL_RUNTIME_LAUNCHER", script(dir, "runtime",
-                "exec " + java(modulePath, "openshell.sandbox/openshell.sandbox.SandboxMain") + " \"$@\"\n").toString());
+        env.put("OPENSHELL_RUNTIME_LAUNCHER", script(dir, "runtime", "exec " + javaWith(nativeLauncherOption(dir) + " -p " + modulePath,
+                "openshell.sandbox/openshell.sandbox.SandboxMain") + " \"$@\"\n").toString());
         return env;
     }
 
@@ -55,10 +55,15 @@ final class Launchers {
     }
 
     private static String java(String modulePath, String main) {
+        return javaWith(" -p " + modulePath, main);
+    }
+
+    /** @param options the module path option and any others, each with a leading blank */
+    private static String javaWith(String options, String main) {
         return ProcessHandle.current().info().command().orElseThrow() + " --enable-native-access=com.sun.jna,openshell.protocol --add-exports=java.base/sun.nio.ch=openshell.protocol"
                 + " -Djna.boot.library.path=" + System.getProperty("openshell.e2e.jna")
                 + " -Djna.nounpack=true -Djna.noclasspath=true --add-modules ALL-MODULE-PATH"
-                + " -p " + modulePath + " -m " + main;
+                + options + " -m " + main;
     }
 
     private static Path script(Path dir, String name, String body) throws Exception {
@@ -88,5 +93,16 @@ final class Launchers {
             entries.add(copy.toString());
         }
         return String.join(File.pathSeparator, entries);
+    }
+
+    /**
+     * The build's native workload launcher, copied into {@code dir} where the sandbox's mapped
+     * root can run it, as the runtime's {@code -Dopenshell.launcher} option.
+     */
+    static String nativeLauncherOption(Path dir) throws java.io.IOException {
+        Path copy = dir.resolve("openshell-launcher");
+        Files.copy(Path.of(System.getProperty("openshell.e2e.launcher")), copy, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+        Files.setPosixFilePermissions(copy, PosixFilePermissions.fromString("rwxr-xr-x"));
+        return " -Dopenshell.launcher=" + copy;
     }
 }

@@ -346,7 +346,8 @@ class EscapeTest {
     private static Path launcher(Path file, String modulePath, String mainModule) throws IOException {
         String script = "#!/bin/sh\nexec " + Path.of(System.getProperty("java.home"), "bin", "java")
                 + " --enable-native-access=com.sun.jna,openshell.protocol --add-exports=java.base/sun.nio.ch=openshell.protocol -Djna.boot.library.path=" + System.getProperty("openshell.mains.jna.dir")
-                + " -Djna.nounpack=true -Djna.noclasspath=true --add-modules ALL-MODULE-PATH -p " + modulePath + " -m " + mainModule + " \"$@\"\n";
+                + " -Djna.nounpack=true -Djna.noclasspath=true" + nativeLauncherOption(file)
+                + " --add-modules ALL-MODULE-PATH -p " + modulePath + " -m " + mainModule + " \"$@\"\n";
         Files.writeString(file, script);
         Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rwxr-xr-x"));
         return file;
@@ -376,5 +377,16 @@ class EscapeTest {
         } catch (IOException e) {
             return "(unreadable: " + e.getMessage() + ")";
         }
+    }
+
+    /**
+     * The build's native workload launcher, copied beside {@code file} where the sandbox's mapped
+     * root can run it, as the runtime's {@code -Dopenshell.launcher} option.
+     */
+    private static String nativeLauncherOption(Path file) throws IOException {
+        Path copy = file.resolveSibling("openshell-launcher");
+        Files.copy(Path.of(System.getProperty("openshell.mains.launcher")), copy, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+        Files.setPosixFilePermissions(copy, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
+        return " -Dopenshell.launcher=" + copy;
     }
 }

@@ -63,7 +63,7 @@ class SandboxImageTest {
         Set<String> inImage = new TreeSet<>();
         List<Path> elves = ImageFiles.elfFiles(image);
         elves.forEach(f -> inImage.add(f.getFileName().toString()));
-        assertTrue(inImage.containsAll(Set.of("java", "libjvm.so", "libjnidispatch.so")), inImage.toString());
+        assertTrue(inImage.containsAll(Set.of("java", "libjvm.so", "libjnidispatch.so", "openshell-launcher")), inImage.toString());
         for (Path elf : elves) {
             ImageFiles.Run run = ImageFiles.run(image, List.of("objdump", "-p", elf.toString()));
             assertEquals(0, run.status(), run.toString());
@@ -73,6 +73,17 @@ class SandboxImageTest {
                         elf + " needs " + needed + ", which is neither in the image nor part of the C library");
             }
         }
+    }
+
+    /** The workload launcher runs in the workload's mount namespace: static, it needs not even the C library. */
+    @Test
+    void theWorkloadLauncherIsAStaticProgramInTheImage() throws Exception {
+        Path launcher = ImageFiles.image(NAME).resolve("lib/openshell-launcher");
+        assertTrue(Files.isRegularFile(launcher) && Files.isExecutable(launcher), launcher.toString());
+        ImageFiles.Run run = ImageFiles.run(ImageFiles.image(NAME), List.of("objdump", "-p", launcher.toString()));
+        assertEquals(0, run.status(), run.toString());
+        assertTrue(run.out().lines().noneMatch(l -> l.trim().startsWith("NEEDED")), "a static program needs no library: " + run.out());
+        assertTrue(run.out().lines().noneMatch(l -> l.trim().startsWith("INTERP")), "a static program needs no ld.so: " + run.out());
     }
 
     @Test

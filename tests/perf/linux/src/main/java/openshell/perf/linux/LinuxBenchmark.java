@@ -33,8 +33,8 @@ import openshell.linux.SeccompNotification;
  * {@code SeccompListener}, with and without the sync wake-up flag, and (c) the same round trip with
  * a minimal C supervisor (compiled with {@code cc} if present). "Java added" is (b) - (c).</li>
  * <li>{@code launcher}: request to {@code execve} of {@code /usr/bin/true} done (the plan socket's
- * close-on-exec end of stream), for a cold launcher JVM with several JVM option sets (including
- * the JDK 25 AOT cache), and for a launcher started ahead of time that waits for its plan.</li>
+ * close-on-exec end of stream), for the native launcher started for the launch (what the runtime
+ * does) and for one started ahead of time that waits for its plan.</li>
  * </ul>
  * Arguments: {@code smoke|full} and the output path.
  */
@@ -78,20 +78,9 @@ public final class LinuxBenchmark {
 
         Map<String, Object> launcher = new LinkedHashMap<>();
         launcher.put("launches_per_variant", launches);
-        Path aot = work.resolve("launcher.aot");
-        List<String> small = List.of("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xms8m", "-Xmx64m",
-                "-XX:-UsePerfData", "-Xss512k");
-        launcher.put("cold_default_ms", percentilesMs(cold(List.of(), launches)));
-        launcher.put("cold_small_heap_c1_ms", percentilesMs(cold(small, launches)));
-        boolean trained = trainAotCache(aot, small);
-        launcher.put("aot_cache", trained ? aot.toString() : "training did not produce a cache");
-        if (trained) {
-            List<String> withAot = new ArrayList<>(small);
-            withAot.add("-XX:AOTCache=" + aot);
-            launcher.put("cold_small_heap_c1_aot_ms", percentilesMs(cold(withAot, launches)));
-            launcher.put("prestarted_aot_ms", percentilesMs(prestarted(withAot, launches)));
-        }
-        launcher.put("prestarted_small_heap_c1_ms", percentilesMs(prestarted(small, launches)));
+        launcher.put("launcher", command().executable());
+        launcher.put("cold_ms", percentilesMs(cold(launches)));
+        launcher.put("prestarted_ms", percentilesMs(prestarted(launches)));
         root.put("launcher", launcher);
 
         String json = toJson(root);
@@ -206,10 +195,9 @@ public final class LinuxBenchmark {
         return new String(output, StandardCharsets.UTF_8);
     }
 
-    static LauncherProcess.Command command(List<String> jvmOptions) {
-        return new LauncherProcess.Command(System.getProperty("java.home") + "/bin/java",
-                List.of(System.getProperty("jdk.module.path").split(":")), System.getProperty("jna.boot.library.path"),
-                jvmOptions);
+    /** The native launcher the build made ({@code -Dopenshell.launcher}). */
+    static LauncherProcess.Command command() {
+        return new LauncherProcess.Command(System.getProperty("openshell.launcher"));
     }
 
     static LaunchPlan plan(String executable) {
@@ -219,14 +207,14 @@ public final class LinuxBenchmark {
                 .build();
     }
 
-    /** Request (spawn of the launcher JVM) to execve done, per launch. */
-    static long[] cold(List<String> jvmOptions, int launches) throws Exception {
+    /** Request (spawn of the launcher) to execve done, per launch. */
+    static long[] cold(int launches) throws Exception {
         long[] times = new long[launches];
         LaunchPlan plan = plan("/usr/bin/true");
         for (int i = 0; i < launches; i++) {
             try (OwnedFd devNull = Namespaces.openPath("/dev/null")) {
                 long t0 = System.nanoTime();
-                try (LauncherProcess launcher = LauncherProcess.start(command(jvmOptions),
+                try (LauncherProcess launcher = LauncherProcess.start(command(),
                         new LauncherProcess.Stdio(devNull.value(), devNull.value(), devNull.value(), false))) {
                     finish(launcher, plan);
                     times[i] = System.nanoTime() - t0;
@@ -238,15 +226,15 @@ public final class LinuxBenchmark {
     }
 
     /** Plan sent to a launcher that is already up and waiting, to execve done. */
-    static long[] prestarted(List<String> jvmOptions, int launches) throws Exception {
+    static long[] prestarted(int launches) throws Exception {
         long[] times = new long[launches];
         LaunchPlan plan = plan("/usr/bin/true");
         for (int i = 0; i < launches; i++) {
             try (OwnedFd devNull = Namespaces.openPath("/dev/null");
-                 LauncherProcess launcher = LauncherProcess.start(command(jvmOptions),
+                 LauncherProcess launcher = LauncherProcess.start(command(),
                          new LauncherProcess.Stdio(devNull.value(), devNull.value(), devNull.value(), false))) {
                 // Benchmark only: give the launcher time to reach its plan wait (the protocol has no "idle" message).
-                if (launcher.process().awaitExit(Duration.ofMillis(1500)).isPresent()) {
+                if (launcher.process().awaitExit(Duration.ofMillis(200)).isPresent()) {
                     throw new IllegalStateException("launcher exited before its plan");
                 }
                 long t0 = System.nanoTime();
@@ -275,33 +263,6 @@ public final class LinuxBenchmark {
         if (!exit.equals(new ChildExit(0, 0))) {
             throw new IllegalStateException("/usr/bin/true ended with " + exit);
         }
-    }
-
-    /**
-     * A training run for the JDK 25 AOT cache: one full launch whose exec fails on purpose, so the
-     * launcher JVM exits normally (after loading everything a launch uses) and writes the cache.
-     */
-    static boolean trainAotCache(Path aot, List<String> options) throws Exception {
-        Files.deleteIfExists(aot);
-        List<String> training = new ArrayList<>(options);
-        training.add("-XX:AOTCacheOutput=" + aot);
-        try (OwnedFd devNull = Namespaces.openPath("/dev/null");
-             LauncherProcess launcher = LauncherProcess.start(command(training),
-                     new LauncherProcess.Stdio(devNull.value(), devNull.value(), devNull.value(), false))) {
-            // The cache is written at exit by a JVM the launcher starts itself: keep uid 0 (without
-            // capabilities) and let Landlock allow writing the output directory, or it cannot.
-            LaunchPlan trainingPlan = LaunchPlan.builder("/usr/bin/openshell-training-has-no-target")
-                    .identity(0, 0, List.of())
-                    .landlock(LaunchPlan.Mode.REQUIRED, List.of("/"), List.of(aot.getParent().toString(), "/tmp"))
-                    .build();
-            LaunchResult ready = launcher.sendPlan(trainingPlan, WAIT);
-            if (ready instanceof LaunchResult.Ready r) {
-                r.listener().close();
-                launcher.acknowledge(WAIT);
-            }
-            launcher.process().awaitExit(Duration.ofMinutes(5)).orElseThrow();
-        }
-        return Files.isRegularFile(aot) && Files.size(aot) > 0;
     }
 
     static Map<String, Object> percentiles(long[] samples) {
