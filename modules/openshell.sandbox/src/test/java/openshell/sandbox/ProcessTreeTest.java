@@ -181,7 +181,7 @@ class ProcessTreeTest {
             assertTrue(tree.members().containsAll(members), "the workload's members include the process's");
             assertTrue(members.size() >= 3, "bash, its sleep and the double-forked sleep: " + members);
             p.terminate();
-            assertEquals(List.of(), p.members(), "nothing of its tree survives (the spare launcher is not its)");
+            assertEquals(List.of(), p.members(), "nothing of its tree survives");
             for (int pid : members) {
                 assertFalse(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false) && !isZombie(pid), "pid " + pid + " survived");
             }

@@ -36,7 +36,7 @@ import org.junit.jupiter.api.Test;
  * is gone.
  */
 class SupervisorLossTest {
-    /** Longest wait for the agent's steps (a runtime JVM and a launcher JVM start on 2 loaded cores). */
+    /** Longest wait for the agent's steps (a runtime JVM starts on 2 loaded cores). */
     private static final Duration WAIT = Duration.ofSeconds(120);
     /** How long the upstream must stay quiet after the loss. */
     private static final Duration QUIET = Duration.ofSeconds(3);

@@ -54,7 +54,7 @@ import org.junit.jupiter.api.Test;
  * connection, the allowed one.
  */
 class EscapeTest {
-    /** Longest wait for the agent (two JVM starts, a launcher JVM, gcc-built programs, 2 loaded cores). */
+    /** Longest wait for the agent (two JVM starts, gcc-built programs, 2 loaded cores). */
     private static final Duration AGENT_WAIT = Duration.ofSeconds(300);
     private static final Duration GCC_WAIT = Duration.ofSeconds(120);
     private static final int WORKLOAD_ID = 1000;

@@ -46,7 +46,7 @@ import org.junit.jupiter.api.Test;
  * the host's first non-loopback IPv4 address (policy never allows loopback upstreams).
  */
 class AgentInASandboxTest {
-    /** Longest wait for the agent to finish its four requests (two JVM starts, launcher JVMs, 2 cores). */
+    /** Longest wait for the agent to finish its four requests (two JVM starts, 2 cores). */
     private static final Duration AGENT_WAIT = Duration.ofSeconds(240);
     private static final int WORKLOAD_ID = 1000;
     private static final String ALLOWED_BODY = "allowed-body-7f3a";

@@ -67,7 +67,7 @@ final class ResultsTable {
         }
         s.append("\n## Scale: sandboxes each holding ").append(SandboxBenchmark.HELD_CONNECTIONS)
                 .append(" mediated connections\n\nRSS: the supervisor's and the runtime's JVMs, each charged in full for the pages"
-                        + " all JVMs share. PSS: every process of the sandbox (supervisor, runtime, its workload launcher JVM,"
+                        + " all JVMs share. PSS: every process of the sandbox (supervisor, runtime,"
                         + " the agent), shared pages split among the processes that map them; per extra sandbox = growth of the"
                         + " sum over all sandboxes since the previous level (what the host pays for one more).\n\n"
                         + "| Sandboxes | Supervisor RSS / sandbox (MiB) | Runtime RSS / sandbox (MiB) | RSS total / sandbox (MiB) "

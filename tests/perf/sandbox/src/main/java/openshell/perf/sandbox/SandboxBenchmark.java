@@ -708,7 +708,7 @@ public final class SandboxBenchmark {
                 double per = (supervisorRss + runtimeRss) / level;
                 r.put("rss_mib_per_sandbox", round3(per));
                 // What the host pays: PSS of every process of every sandbox (the runtime's
-                // launcher JVM, agent and its clients included), and its growth per added sandbox.
+                // agent and its clients included), and its growth per added sandbox.
                 double totalPss = supervisorPss + runtimeTreePss;
                 r.put("supervisor_pss_mib_per_sandbox", round3(supervisorPss / level));
                 r.put("runtime_tree_pss_mib_per_sandbox", round3(runtimeTreePss / level));

@@ -116,7 +116,7 @@ record SandboxProcesses(long supervisor, long runtime) {
     /**
      * @param pid the root
      * @return the PSS in MiB of the process and all its descendants (for the runtime: its
-     *         workload launcher JVM, the agent and what the agent started)
+     *         agent, what the agent started and any launcher still starting a process)
      */
     static double treePssMib(long pid) throws IOException {
         double sum = pssMib(pid);
