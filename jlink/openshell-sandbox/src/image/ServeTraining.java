@@ -1,56 +1,42 @@
 import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.PosixFilePermissions;
-import java.time.Clock;
 import java.time.Duration;
 import java.util.Comparator;
 import java.util.List;
-import java.util.Map;
 import java.util.stream.Stream;
-import openshell.driver.ComputeDriver;
-import openshell.driver.DriverEnvironment;
-import openshell.driver.DriverRegistry;
-import openshell.driver.LaunchMaterial;
-import openshell.driver.LaunchPlan;
-import openshell.driver.Provisioned;
-import openshell.isolation.AgentSpec;
-import openshell.isolation.PolicySnapshot;
-import openshell.isolation.SandboxContext;
-import openshell.isolation.SandboxId;
-import openshell.isolation.SandboxSessionId;
-import openshell.isolation.WorkloadIdentity;
-import openshell.protocol.LaunchBundles;
-import openshell.protocol.TokenIssuer;
 
 /**
  * The sandbox image's AOT training run over its serve path (build time only, run by train.sh with
- * the build's JDK; never part of the image). One sandbox as the process driver launches it: the
- * supervisor image's own launcher, and the runtime through a training launcher that is the image's
- * launcher plus -XX:AOTCacheOutput. The runtime reads its bundle, probes, installs its resolver
- * view and DNS relay, dials the supervisor, serves attach, confirm and startAgent over TLS, runs
- * the agent (/bin/true) and exits when the boundary ends; its JVM then writes the cache.
+ * the build's JDK; never part of the image). One sandbox as a user gets it: this build's gateway
+ * (from the image's application jars and the training jars, on this JDK) launches it through the
+ * process driver, with the supervisor image's launcher and the runtime's, each plus
+ * -XX:AOTCacheOutput. The runtime reads its bundle, probes, installs its resolver view and DNS
+ * relay, dials the supervisor, serves attach, confirm and startAgent over TLS; the supervisor opens
+ * its session to the gateway; then one exec goes through the REST API (the session, the runtime's
+ * launch, the output relayed back, the exit), the agent ends after it, and each JVM writes its
+ * cache when it exits. Without the exec and the session, a sandbox's first exec and its session's
+ * start ran cold code in both JVMs (tests/perf/README.md, "The native workload launcher").
  *
- * <p>The same run trains the supervisor image's cache: the supervisor starts through a training
- * launcher of its own (its image's launcher plus -XX:AOTCacheOutput) and, when it exits after the
- * agent, its JVM writes what a real boundary loaded (link, attach, confirm, the agent, the
- * gateway-less path); that cache replaces the one jlink/openshell-supervisor trained with a
- * usage-error run. It happens here because it needs both images, and this module is built after
- * the supervisor's.
+ * <p>The same run trains the supervisor image's cache, which replaces the one
+ * jlink/openshell-supervisor trained with a usage-error run. It happens here because it needs both
+ * images, and this module is built after the supervisor's.
  *
- * <p>Only the runtime's JVM records classes: minting (BouncyCastle key and certificate
- * generation, the gateway's side) runs here, in this JVM, and the protocol's client side in the
- * supervisor's JVM, so neither lands in the sandbox image's cache.
+ * <p>Minting (BouncyCastle key and certificate generation) runs in the gateway's JVM, so it lands
+ * in neither cache.
  *
  * <pre>ServeTraining IMAGE SUPERVISOR_IMAGE NAME [TRAINING-JVM-OPTION...]</pre>
  */
 public final class ServeTraining {
     /** Longest the whole run may take: two JVM starts, the probes and the agent on 2 loaded cores. */
     static final Duration RUN_WAIT = Duration.ofSeconds(300);
-    /** Workload ids inside the sandbox (the driver maps a private range). */
-    static final int WORKLOAD_ID = 1000;
     static final String READY = "{\"ready\":true,";
     /** The supervisor image's name (its launcher, argument file and cache). */
     static final String SUPERVISOR = "openshell-supervisor";
@@ -68,7 +54,9 @@ public final class ServeTraining {
         int status = 1;
         try {
             Files.setPosixFilePermissions(work, PosixFilePermissions.fromString("rwx--x--x"));
-            Path state = Files.createDirectory(work.resolve("state"));
+            // The gateway's state: its keys and API token, and the driver's records (the gateway requires 0700).
+            Path state = Files.createDirectory(work.resolve("state"), PosixFilePermissions.asFileAttribute(
+                    PosixFilePermissions.fromString("rwx------")));
             Path run = Files.createDirectory(work.resolve("run"));
             Files.setPosixFilePermissions(run, PosixFilePermissions.fromString("rwx--x--x"));
             Path workspace = Files.createDirectory(work.resolve("ws"));
@@ -83,57 +71,82 @@ public final class ServeTraining {
             Path supervisorCache = out.resolve(SUPERVISOR + ".aot");
             Path supervisorTraining = trainingLauncher(work, supervisorImage, SUPERVISOR, supervisorCache, "");
 
-            List<String> argv = List.of("/bin/true");
+            // The agent waits (at most 120 s) until the exec has run: the exec is what it is there for.
+            List<String> agent = List.of("/bin/sh", "-c", "i=0; while [ ! -e " + workspace + "/exec-ran ] && [ $i -lt 1200 ];"
+                    + " do sleep 0.1; i=$((i+1)); done");
+            List<String> exec = List.of("/bin/sh", "-c", "echo trained; : > " + workspace + "/exec-ran");
             String policy = "version: 1\nnetwork_policies: {}\n";
-            Map<String, String> env = Map.of("PATH", "/usr/bin:/bin", "HOME", workspace.toString());
-            SandboxId id = new SandboxId("aot-" + Long.toHexString(System.nanoTime() & 0xffffff));
-            SandboxSessionId session = SandboxSessionId.fresh();
-            TokenIssuer issuer = TokenIssuer.generate("openshell-aot-training", "training-key", Clock.systemUTC());
-            LaunchBundles.Minted minted = LaunchBundles.mint(LaunchBundles.Request.builder().sandboxId(id.value())
-                    .sessionId(session.value()).generation(1).policyYaml(policy)
-                    .agent(new LaunchBundles.Agent(argv, env, workspace.toString()))
-                    .workload(WORKLOAD_ID, WORKLOAD_ID).build(), issuer, 1);
-            ComputeDriver driver = DriverRegistry.load().driver("process", new DriverEnvironment(state, Map.of(
-                    "supervisor.launcher", supervisorTraining.toString(),
-                    "runtime.launcher", launcher.toString(),
-                    "run.root", run.toString())));
-            SandboxContext context = new SandboxContext(id, session, PolicySnapshot.of(1, policy.getBytes(StandardCharsets.UTF_8)),
-                    new AgentSpec(argv, env, workspace.toString()), new WorkloadIdentity(WORKLOAD_ID, WORKLOAD_ID, List.of()));
-            Path logs = state.resolve("process/sandboxes").resolve(id.value());
             long deadline = System.nanoTime() + RUN_WAIT.toNanos();
-            Provisioned provisioned = driver.create(new LaunchPlan(context, 1,
-                    LaunchMaterial.of(minted.supervisorBundle(), minted.runtimeBundle()), Map.of("workspace", workspace.toString())));
+            Path gatewayLog = work.resolve("gateway.log");
+            Process gateway = new ProcessBuilder(ProcessHandle.current().info().command().orElseThrow(),
+                    "--module-path", System.getProperty("jdk.module.path"), "--add-modules", "ALL-MODULE-PATH",
+                    "-m", "openshell.gateway/openshell.gateway.GatewayMain", "--state", state.toString(),
+                    "--host", "127.0.0.1", "--port", "0",
+                    "--driver-setting", "supervisor.launcher=" + supervisorTraining,
+                    "--driver-setting", "runtime.launcher=" + launcher,
+                    "--driver-setting", "run.root=" + run)
+                    .redirectErrorStream(true).redirectOutput(gatewayLog.toFile()).start();
+            Path logs = null;
             try {
-                while (!text(logs.resolve("supervisor.log")).contains(READY)) {
-                    check(deadline, "the supervisor printed no ready line", logs);
+                Path endpoint = state.resolve("gateway.json");
+                while (!Files.exists(endpoint) || !text(endpoint).contains("\"url\"")) {
+                    if (!gateway.isAlive()) {
+                        throw new IllegalStateException("the gateway ended: " + text(gatewayLog));
+                    }
+                    check(deadline, "the gateway did not listen", gatewayLog);
                     Thread.sleep(100);
                 }
-                // The agent has run; the runtime exits once the boundary ended and the supervisor left,
-                // and its JVM writes the cache on the way out.
-                while (runtimeAlive(image, id)) {
-                    check(deadline, "the runtime did not exit after its agent", logs);
+                Rest rest = new Rest(URI.create(field(text(endpoint), "url")),
+                        Files.readString(state.resolve("api-token"), StandardCharsets.US_ASCII).strip());
+                String id = field(rest.call("POST", "/v1/sandboxes", "{\"name\":\"aot-training\",\"policy\":" + quote(policy)
+                        + ",\"agent\":{\"argv\":" + array(agent) + ",\"env\":{}},\"providers\":[],\"workspace\":"
+                        + quote(workspace.toString()) + "}"), "id");
+                logs = state.resolve("drivers/process/sandboxes").resolve(id);
+                while (true) {
+                    String record = rest.call("GET", "/v1/sandboxes/" + id, null);
+                    if (record.contains("\"state\":\"RUNNING\"") && record.contains("\"sessionConnected\":true")) {
+                        break;
+                    }
+                    if (record.contains("\"state\":\"FAILED\"")) {
+                        throw new IllegalStateException("the sandbox failed: " + record + dump(logs));
+                    }
+                    check(deadline, "the sandbox was not running with its session", logs);
+                    Thread.sleep(50);
+                }
+                // One exec through the gateway, as a user's: the REST call, the session, the runtime's launch,
+                // the output relayed back and the exit. Both JVMs record that path.
+                String execStream = rest.call("POST", "/v1/sandboxes/" + id + "/exec", "{\"argv\":" + array(exec) + "}");
+                if (!execStream.replace(" ", "").contains("\"exit\":0")) {
+                    throw new IllegalStateException("the training exec did not end with 0: " + execStream + dump(logs));
+                }
+                // The agent ends after the exec; the runtime exits once the boundary ended and the
+                // supervisor left, and each JVM writes its cache on the way out.
+                while (alive(supervisorImage) || runtimeAlive(image)) {
+                    check(deadline, "the runtime and the supervisor did not exit after their agent", logs);
                     Thread.sleep(100);
                 }
                 if (!Files.isRegularFile(cache) || Files.size(cache) == 0) {
                     throw new IllegalStateException("the runtime wrote no AOT cache" + dump(logs));
+                }
+                if (!Files.isRegularFile(supervisorCache) || Files.size(supervisorCache) == 0) {
+                    throw new IllegalStateException("the supervisor wrote no AOT cache" + dump(logs));
                 }
                 String runtimeLog = text(logs.resolve("runtime.log"));
                 if (!runtimeLog.contains("\"serving\":true")) {
                     throw new IllegalStateException("the runtime never served" + dump(logs));
                 }
                 System.out.print(runtimeLog);
-                while (alive(supervisorImage)) {
-                    check(deadline, "the supervisor did not exit after its agent", logs);
-                    Thread.sleep(100);
-                }
-                if (!Files.isRegularFile(supervisorCache) || Files.size(supervisorCache) == 0) {
-                    throw new IllegalStateException("the supervisor wrote no AOT cache" + dump(logs));
-                }
                 Files.copy(cache, image.resolve("lib/" + name + ".aot"), StandardCopyOption.REPLACE_EXISTING);
                 Files.copy(supervisorCache, supervisorImage.resolve("lib/" + SUPERVISOR + ".aot"), StandardCopyOption.REPLACE_EXISTING);
                 status = 0;
             } finally {
-                driver.delete(id, provisioned.state());
+                gateway.destroy();
+                if (!gateway.waitFor(30, java.util.concurrent.TimeUnit.SECONDS)) {
+                    gateway.destroyForcibly();
+                }
+                if (status != 0) {
+                    System.err.println("--- gateway.log\n" + text(gatewayLog) + (logs == null ? "" : dump(logs)));
+                }
             }
         } finally {
             try (Stream<Path> all = Files.walk(work)) {
@@ -159,12 +172,44 @@ public final class ServeTraining {
         return ProcessHandle.allProcesses().anyMatch(p -> p.info().command().map(Path::of).filter(java::equals).isPresent());
     }
 
-    /** The runtime's JVM (the image's java with the sandbox id among its arguments), or its cache assembly. */
-    private static boolean runtimeAlive(Path image, SandboxId id) {
-        Path java = image.resolve("bin/java");
-        return ProcessHandle.allProcesses().anyMatch(p -> p.info().command().map(Path::of).filter(java::equals).isPresent()
-                && p.info().arguments().map(a -> List.of(a).contains(id.value()) || String.join(" ", a).contains("AOTMode=create"))
-                .orElse(false));
+    /** Any JVM of the sandbox image (the runtime's, or its cache assembly): only this run starts one. */
+    private static boolean runtimeAlive(Path image) {
+        return alive(image);
+    }
+
+    /** The gateway's REST API with its API token. */
+    private record Rest(URI base, String token) {
+        /** @return the response body; fails on any status of 300 or more */
+        String call(String method, String path, String body) throws IOException, InterruptedException {
+            HttpRequest.Builder request = HttpRequest.newBuilder(base.resolve(path)).timeout(Duration.ofSeconds(120))
+                    .header("Authorization", "Bearer " + token);
+            request = body == null ? request.method(method, HttpRequest.BodyPublishers.noBody())
+                    : request.header("Content-Type", "application/json").method(method, HttpRequest.BodyPublishers.ofString(body));
+            try (HttpClient http = HttpClient.newHttpClient()) {
+                HttpResponse<String> response = http.send(request.build(), HttpResponse.BodyHandlers.ofString());
+                if (response.statusCode() >= 300) {
+                    throw new IllegalStateException(method + " " + path + " -> HTTP " + response.statusCode() + ": " + response.body());
+                }
+                return response.body();
+            }
+        }
+    }
+
+    /** A string field of a JSON text (enough for the gateway's own answers). */
+    private static String field(String json, String name) {
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("\"" + name + "\"\\s*:\\s*\"([^\"]*)\"").matcher(json);
+        if (!m.find()) {
+            throw new IllegalStateException("no \"" + name + "\" in " + json);
+        }
+        return m.group(1);
+    }
+
+    private static String quote(String text) {
+        return "\"" + text.replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n") + "\"";
+    }
+
+    private static String array(List<String> values) {
+        return "[" + String.join(",", values.stream().map(ServeTraining::quote).toList()) + "]";
     }
 
     private static void check(long deadline, String what, Path logs) {

@@ -3,9 +3,10 @@
 #
 # OPENSHELL_SANDBOX_TRAINING (the build property openshell.sandbox.training) picks the run:
 #
-#   serve (default)  one sandbox launched by the process driver from this image and the
-#                    supervisor image (ServeTraining.java, build JDK): bundle, probes, TLS link,
-#                    attach, confirm, agent, exit. Needs root (the driver maps a uid range) and
+#   serve (default)  one sandbox launched by this build's gateway and process driver from this
+#                    image and the supervisor image (ServeTraining.java, build JDK): bundle,
+#                    probes, TLS link, attach, confirm, agent, the gateway session, one exec
+#                    through the REST API, exit. Needs root (the driver maps a uid range) and
 #                    the supervisor image (the reactor builds jlink/openshell-supervisor first).
 #                    Cache ~33 MiB, image ~85 MiB (budget 90). The same run replaces the
 #                    supervisor image's cache with one trained by this boundary (~38 MiB).
@@ -30,8 +31,9 @@ case ${OPENSHELL_SANDBOX_TRAINING:-serve} in
             loudly "serve training needs root (the process driver maps a uid range)"
             check
         fi
-        # Minting (BouncyCastle) runs in this build JVM and the protocol's client side in the
-        # supervisor's: only the runtime's own classes go into the sandbox image's cache.
+        # Minting (BouncyCastle) runs in the gateway's JVM (the build's JDK, the training jars) and
+        # the protocol's client side in the supervisor's: only the runtime's own classes go into
+        # the sandbox image's cache.
         if ! "$jdk/bin/java" --module-path "$staging/app:$staging/training" --add-modules ALL-MODULE-PATH \
             --add-exports openshell.protocol/openshell.protocol=ALL-UNNAMED \
             "$src/ServeTraining.java" "$PWD" "$src/../../../openshell-supervisor/target/openshell-supervisor" "$name"; then
