@@ -147,39 +147,61 @@ final class SandboxCommands {
             size = Optional.of(LocalTerminal.size().orElse(DEFAULT_TERMINAL));
             env.put("TERM", Optional.ofNullable(System.getenv("TERM")).filter(t -> !t.isBlank()).orElse("xterm"));
         }
-        ExecStream stream = gateway.exec(name, cmd, env, size, main.out(), main.err());
-        Optional<LocalTerminal> terminal = tty ? LocalTerminal.raw() : Optional.empty();
         // Ctrl-C: on a PTY it is a key the remote terminal turns into SIGINT. On pipes it is a
         // signal to the CLI: the JVM runs its shutdown hooks, and this one passes SIGINT on, gives
         // the command INTERRUPT_GRACE to end (its output and exit code still come through), and
         // only then ends the stream, so the gateway terminates the tree. The JDK has no supported
         // signal API without jdk.unsupported (see module-info), hence a hook, which SIGTERM and
-        // SIGHUP run as well.
+        // SIGHUP run as well. It is installed before the exec starts: the command's first output
+        // can arrive before gateway.exec returns, and a signal after it must reach the command.
         java.util.concurrent.atomic.AtomicBoolean finished = new java.util.concurrent.atomic.AtomicBoolean();
+        java.util.concurrent.CompletableFuture<ExecStream> started = new java.util.concurrent.CompletableFuture<>();
+        java.util.concurrent.atomic.AtomicReference<Optional<LocalTerminal>> raw =
+                new java.util.concurrent.atomic.AtomicReference<>(Optional.empty());
         Thread interrupt = new Thread(() -> {
             if (finished.get()) {
                 return;
             }
-            terminal.ifPresent(LocalTerminal::close);
-            stream.signal(SIGINT);
+            ExecStream interrupted;
+            try {
+                // A signal while the exec is being started: wait for it, then pass the signal on.
+                interrupted = started.get(INTERRUPT_GRACE.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+            } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException
+                     | InterruptedException e) {
+                return;
+            }
+            raw.get().ifPresent(LocalTerminal::close);
+            interrupted.signal(SIGINT);
             int code = INTERRUPTED_EXIT;
             try {
-                Optional<ExecStream.Outcome> ended = stream.await(INTERRUPT_GRACE);
+                Optional<ExecStream.Outcome> ended = interrupted.await(INTERRUPT_GRACE);
                 if (ended.isPresent() && ended.get().exitCode().isPresent()) {
                     code = ended.get().exitCode().get();
                 } else {
-                    stream.cancel();
+                    interrupted.cancel();
                     main.err().println("openshell: interrupted; " + String.join(" ", cmd) + " did not end within "
                             + INTERRUPT_GRACE.toSeconds() + " s of SIGINT and was terminated");
                 }
             } catch (InterruptedException e) {
-                stream.cancel();
+                interrupted.cancel();
             }
             main.out().flush();
             main.err().flush();
             Runtime.getRuntime().halt(code);
         }, "exec-interrupt");
         Runtime.getRuntime().addShutdownHook(interrupt);
+        ExecStream stream;
+        try {
+            stream = gateway.exec(name, cmd, env, size, main.out(), main.err());
+        } catch (RuntimeException e) {
+            started.completeExceptionally(e);
+            finished.set(true);
+            removeHook(interrupt);
+            throw e;
+        }
+        Optional<LocalTerminal> terminal = tty ? LocalTerminal.raw() : Optional.empty();
+        raw.set(terminal);
+        started.complete(stream);
         try {
             int[] first = size.orElse(DEFAULT_TERMINAL);
             terminal.ifPresent(t -> t.onResize(first, stream::resize));
@@ -205,12 +227,16 @@ final class SandboxCommands {
             throw new CliException(CliException.FAILED, "interrupted");
         } finally {
             finished.set(true);
-            try {
-                Runtime.getRuntime().removeShutdownHook(interrupt);
-            } catch (IllegalStateException shuttingDown) {
-                // The hook runs (or ran) and decides the exit code.
-            }
+            removeHook(interrupt);
             terminal.ifPresent(LocalTerminal::close);
+        }
+    }
+
+    private static void removeHook(Thread hook) {
+        try {
+            Runtime.getRuntime().removeShutdownHook(hook);
+        } catch (IllegalStateException shuttingDown) {
+            // The hook runs (or ran) and decides the exit code.
         }
     }
 

@@ -126,6 +126,7 @@ public final class LauncherProcess implements AutoCloseable {
         if (stage != LaunchStep.PLAN) {
             throw new LinuxException("launcher", Errno.EINVAL, "plan already sent");
         }
+        byte[] encoded = plan.encode();
         stage = LaunchStep.LISTENER_HANDOFF;
         LandlockOutcome planned;
         try {
@@ -134,7 +135,6 @@ public final class LauncherProcess implements AutoCloseable {
             withdraw();
             return new LaunchResult.Failed(LaunchStep.LANDLOCK, e.errno(), e.getMessage());
         }
-        byte[] encoded = plan.encode();
         byte[] message = ByteBuffer.allocate(PLAN_HEADER_BYTES + encoded.length).put(MSG_PLAN).putInt(abi)
                 .putLong(planned.handledFs()).putLong(planned.scopes()).put(encoded).array();
         try {
