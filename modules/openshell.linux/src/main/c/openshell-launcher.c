@@ -50,7 +50,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Must match LauncherProcess (LauncherProcessTest checks them against this file). */
+/* Must match LauncherProcess and the plan's bounds (NativeLauncherTest checks them against this file). */
 #define PLAN_FD 3
 #define PLAN_WAIT_MS (10 * 60 * 1000)
 #define ACK_WAIT_MS (60 * 1000)
