@@ -121,7 +121,7 @@ public final class ServeTraining {
                 }
                 // The agent ends after the exec; the runtime exits once the boundary ended and the
                 // supervisor left, and each JVM writes its cache on the way out.
-                while (alive(supervisorImage) || runtimeAlive(image)) {
+                while (alive(supervisorImage) || alive(image)) {
                     check(deadline, "the runtime and the supervisor did not exit after their agent", logs);
                     Thread.sleep(100);
                 }
@@ -166,15 +166,10 @@ public final class ServeTraining {
         return launcher;
     }
 
-    /** Any JVM of this image (the supervisor's, or its cache assembly): only this run starts it. */
+    /** Any JVM of this image (its program's, or its cache assembly): only this run starts one. */
     private static boolean alive(Path image) {
         Path java = image.resolve("bin/java");
         return ProcessHandle.allProcesses().anyMatch(p -> p.info().command().map(Path::of).filter(java::equals).isPresent());
-    }
-
-    /** Any JVM of the sandbox image (the runtime's, or its cache assembly): only this run starts one. */
-    private static boolean runtimeAlive(Path image) {
-        return alive(image);
     }
 
     /** The gateway's REST API with its API token. */
