@@ -94,11 +94,15 @@
  * {@code OpenShellRuntimeBackend} ({@code openshell-sandbox}, version 1) drives the runtime over
  * the Sandbox Protocol ({@code openshell.protocol}, a friend export): control calls are stamped
  * with a request id and digest, process I/O and mediation are streams.
+ *
+ * <h2>Native calls</h2>
+ * {@code openshell.linux} (a friend export, over JNA) makes its native relay and socket calls.
  */
 module openshell.supervisor {
     // The exported SPI's exec callback speaks the isolation contract's ExecSpec/ExecSession.
     requires transitive openshell.isolation;
     requires openshell.policy;
+    requires openshell.linux;
     requires io.helidon.common;
     requires io.helidon.http;
     requires io.helidon.webserver;

@@ -1,21 +1,29 @@
 package openshell.tests.images;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import java.io.IOException;
+import java.lang.classfile.ClassFile;
+import java.lang.constant.ClassDesc;
+import java.lang.constant.ConstantDescs;
+import java.lang.constant.MethodTypeDesc;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The openshell-supervisor image: its JDK modules, what it needs from the host, its launcher, and
- * its program. The program, {@code openshell.supervisor.SupervisorMain}, arrives with the mains
+ * The openshell-supervisor image: its JDK modules, what it needs from the host, JNA, its launcher,
+ * and its program. The program, {@code openshell.supervisor.SupervisorMain}, arrives with the mains
  * branch: until then {@link #theImageStartsSupervisorMain} fails and says so.
  */
 class SupervisorImageTest {
@@ -51,16 +59,19 @@ class SupervisorImageTest {
     }
 
     @Test
-    void theSupervisorCarriesNoNativeCodeOfItsOwn() throws Exception {
+    void everyNativeLibraryComesFromTheImageOrTheCLibrary() throws Exception {
         Path image = ImageFiles.image(NAME);
-        assertTrue(Files.notExists(image.resolve("lib/jna")), "the supervisor needs no JNA");
-        // Its one native call is getsockopt(SO_PEERCRED) through java.lang.foreign, for the runtime's pid.
+        // openshell.linux's relay and socket calls go through JNA; its library sits in lib/jna,
+        // where jna.boot.library.path points (never unpacked to a temporary directory).
+        assertTrue(Files.isRegularFile(image.resolve("lib/jna/libjnidispatch.so")), "no JNA native library in lib/jna");
+        // getsockopt(SO_PEERCRED) through java.lang.foreign (openshell.protocol), everything else through JNA.
         List<String> nativeAccess = Files.readAllLines(image.resolve("conf/" + NAME + ".args")).stream()
                 .filter(l -> l.contains("enable-native-access")).toList();
-        assertEquals(List.of("--enable-native-access=openshell.protocol"), nativeAccess);
+        assertEquals(List.of("--enable-native-access=openshell.protocol", "--enable-native-access=com.sun.jna"), nativeAccess);
         Set<String> inImage = new TreeSet<>();
         List<Path> elves = ImageFiles.elfFiles(image);
         elves.forEach(f -> inImage.add(f.getFileName().toString()));
+        assertTrue(inImage.containsAll(Set.of("java", "libjvm.so", "libjnidispatch.so")), inImage.toString());
         for (Path elf : elves) {
             ImageFiles.Run run = ImageFiles.run(image, List.of("objdump", "-p", elf.toString()));
             assertEquals(0, run.status(), run.toString());
@@ -69,6 +80,52 @@ class SupervisorImageTest {
                 assertTrue(ImageFiles.C_LIBRARY.contains(needed) || inImage.contains(needed), elf + " needs " + needed);
             }
         }
+    }
+
+    /** The plain jna jar (automatic module com.sun.jna): jna-jpms's descriptor would link java.desktop. */
+    @Test
+    void theImageCarriesThePlainJnaJar() throws IOException {
+        try (Stream<Path> jars = Files.list(ImageFiles.image(NAME).resolve("app"))) {
+            List<String> jna = jars.map(p -> p.getFileName().toString()).filter(n -> n.startsWith("jna")).toList();
+            assertEquals(1, jna.size(), jna.toString());
+            assertTrue(jna.getFirst().matches("jna-[0-9.]+\\.jar"), jna.toString());
+        }
+        assertFalse(ImageFiles.releaseModules(ImageFiles.image(NAME)).contains("java.desktop"));
+    }
+
+    /**
+     * com.sun.jna loads its native library in the image, with the image's own options and the
+     * supervisor's module graph: a probe class (generated here, on the class path) prints
+     * {@code Native.POINTER_SIZE}, which JNA's class initialization asks libjnidispatch.so (from
+     * lib/jna) for. (JNA's own
+     * main, {@code com.sun.jna.Native}, cannot run here: its AWT methods name java.desktop.)
+     */
+    @Test
+    void jnaLoadsItsNativeLibraryWithTheImageOptions(@TempDir Path probe) throws Exception {
+        Path image = ImageFiles.image(NAME);
+        ClassDesc printStream = ClassDesc.of("java.io.PrintStream");
+        Files.write(probe.resolve("JnaProbe.class"), ClassFile.of().build(ClassDesc.of("JnaProbe"), c -> c
+                .withFlags(ClassFile.ACC_PUBLIC)
+                .withMethodBody("main", MethodTypeDesc.of(ConstantDescs.CD_void, ConstantDescs.CD_String.arrayType()),
+                        ClassFile.ACC_PUBLIC | ClassFile.ACC_STATIC, code -> code
+                                .getstatic(ClassDesc.of("java.lang.System"), "out", printStream)
+                                .getstatic(ClassDesc.of("com.sun.jna.Native"), "POINTER_SIZE", ConstantDescs.CD_int)
+                                .invokevirtual(printStream, "println", MethodTypeDesc.of(ConstantDescs.CD_void, ConstantDescs.CD_int))
+                                .return_())));
+        List<String> command = new ArrayList<>();
+        command.add(image.resolve("bin/java").toString());
+        for (String line : Files.readAllLines(image.resolve("conf/" + NAME + ".args"))) {
+            if (line.equals("-m")) {
+                break; // the supervisor's main module and class come last
+            }
+            command.add(line);
+        }
+        command.addAll(List.of("--add-modules=openshell.supervisor", "-cp", probe.toString(), "JnaProbe"));
+        ImageFiles.Run run = ImageFiles.run(image, command);
+        assertEquals(0, run.status(), run.toString());
+        assertEquals("8", run.out().trim(), run.toString());
+        // No restricted-method warning: the image grants com.sun.jna native access.
+        assertEquals("", run.err(), run.toString());
     }
 
     @Test
