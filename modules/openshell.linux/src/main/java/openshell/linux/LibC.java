@@ -113,6 +113,20 @@ final class LibC {
 
     static native int setsockopt(int fd, int level, int name, long value, int length);
 
+    static native int shutdown(int fd, int how);
+
+    /** Offsets are always 0 (NULL) here: sockets and pipes have none. */
+    static native long splice(int fdIn, long offsetIn, int fdOut, long offsetOut, long length, int flags);
+
+    static native int epoll_create1(int flags);
+
+    /** {@code event} is the address of a 12-byte packed {@code struct epoll_event} (x86-64). */
+    static native int epoll_ctl(int epfd, int op, int fd, long event);
+
+    static native int epoll_wait(int epfd, long events, int maxEvents, int timeoutMillis);
+
+    static native int eventfd(int initialValue, int flags);
+
     static native int getpid();
 
     /** glibc's wrapper applies the change to every thread of the process (setxid broadcast). */
