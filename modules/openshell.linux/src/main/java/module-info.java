@@ -5,11 +5,11 @@
  * {@code LauncherProcess} is its parent's side and makes every decision it applies.
  *
  * <h2>Who may use it</h2>
- * Nothing is exported publicly. The API lives in package {@code openshell.linux}, which will get a
- * qualified export ({@code exports openshell.linux to ...}) to {@code openshell.sandbox},
- * {@code openshell.supervisor}, {@code openshell.driver.process} and {@code openshell.driver.vm}
- * as each of them is added: a qualified export to a module that does not exist yet fails the
- * {@code -Xlint -Werror} build, so the export arrives with its friend.
+ * Nothing is exported publicly. The API lives in package {@code openshell.linux}, exported
+ * ({@code exports openshell.linux to ...}) to {@code openshell.sandbox} and {@code
+ * openshell.supervisor} (its native relay and socket calls); {@code openshell.driver.process} and
+ * {@code openshell.driver.vm} join when they first need it: a qualified export to a module that
+ * does not exist yet fails the {@code -Xlint -Werror} build, so the export arrives with its friend.
  *
  * <h2>Calling the kernel</h2>
  * Every call goes through JNA <em>direct mapping</em> ({@code Native.register}): {@code static
@@ -36,11 +36,12 @@
  * time. Every JVM that loads this module runs with {@code -Djna.nounpack=true
  * -Djna.noclasspath=true -Djna.boot.library.path=<dir>} and {@code
  * --enable-native-access=com.sun.jna}. The build unpacks the library from the {@code jna-jpms}
- * jar into {@code target/jna/com/sun/jna/linux-x86-64} (maven-dependency-plugin) for tests; the
- * runtime image copies the same file into its read-only {@code lib/} directory and passes that
- * directory. The runtime also runs with {@code -Djna.platform.library.path=} (empty): otherwise
- * JNA's {@code NativeLibrary} runs {@code /sbin/ldconfig -p} as a child process to build a search
- * path, which costs ~100 ms of every cold start; libc is opened by its soname and needs no search path.
+ * jar into {@code target/jna/com/sun/jna/linux-x86-64} (maven-dependency-plugin) for tests; each
+ * runtime image (sandbox and supervisor) copies the same file into its read-only {@code lib/jna}
+ * directory and passes that directory. The images also run with {@code
+ * -Djna.platform.library.path=} (empty): otherwise JNA's {@code NativeLibrary} runs {@code
+ * /sbin/ldconfig -p} as a child process to build a search path, which costs ~100 ms of every cold
+ * start; libc is opened by its soname and needs no search path.
  *
  * <h2>Limits</h2>
  * <table>
@@ -58,12 +59,18 @@
  * <tr><td>{@code ChildProcess.MAX_ARGUMENTS}</td><td>4096 argv or envp entries</td><td>EINVAL</td></tr>
  * <tr><td>{@code Credentials.MAX_GROUPS}</td><td>65536 (NGROUPS_MAX)</td><td>EINVAL</td></tr>
  * <tr><td>{@code Namespaces.MAX_ID_MAP_LINES}</td><td>340</td><td>EINVAL, nothing written</td></tr>
+ * <tr><td>{@code UnixSockets.MAX_PATH_BYTES}</td><td>107 (sockaddr_un)</td><td>EINVAL, nothing bound or dialled</td></tr>
+ * <tr><td>{@code UnixSockets.PATH_BACKLOG}</td><td>4</td><td>the kernel refuses further connects until one is accepted</td></tr>
+ * <tr><td>{@code SpliceRelay.MAX_RELAYS}</td><td>4096 per loop</td><td>EAGAIN, both sockets closed</td></tr>
+ * <tr><td>{@code SpliceRelay.CHUNK_BYTES}</td><td>64 KiB per splice call</td><td>the rest moves on the next call</td></tr>
+ * <tr><td>{@code SpliceRelay.TURN_BYTES}</td><td>256 KiB per direction per turn</td><td>the direction waits for the next turn (fairness between relays)</td></tr>
+ * <tr><td>{@code SpliceRelay.CLOSE_WAIT}</td><td>10 s</td><td>{@code close()} fails with ETIMEDOUT (a callback blocked the loop)</td></tr>
  * </table>
  */
 // Friends are compiled after this module, so javac cannot see them here (lint "module").
 @SuppressWarnings("module")
 module openshell.linux {
-    exports openshell.linux to openshell.sandbox;
+    exports openshell.linux to openshell.sandbox, openshell.supervisor;
 
     requires com.sun.jna;
 }

@@ -78,6 +78,96 @@ public final class UnixSockets {
         return List.of(OwnedFd.adopt(fds[0]), OwnedFd.adopt(fds[1]));
     }
 
+    /** Longest socket path a {@code sockaddr_un} holds, without its terminating NUL. */
+    public static final int MAX_PATH_BYTES = 107;
+    /** Most connections a path listener queues before {@code accept}. */
+    static final int PATH_BACKLOG = 4;
+
+    /**
+     * Listens for message-preserving connections ({@code SOCK_SEQPACKET}) on a socket file, replacing
+     * a stale file of that name; the file gets mode 0600.
+     *
+     * @param path the socket file, at most {@link #MAX_PATH_BYTES} bytes
+     * @return the listening socket, close-on-exec
+     */
+    public static OwnedFd listenSeqpacket(Path path) {
+        try (Memory address = sockaddr(path)) {
+            try {
+                Files.deleteIfExists(path);
+            } catch (IOException e) {
+                throw new LinuxException("unlink(" + path + ")", Errno.EACCES, e.toString());
+            }
+            OwnedFd socket = OwnedFd.adopt(LibC.check(LibC.socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0), "socket(AF_UNIX)"));
+            try {
+                LibC.check(LibC.bind(socket.value(), LibC.address(address), (int) address.size()), "bind(" + path + ")");
+                Files.setPosixFilePermissions(path, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+                LibC.check(LibC.listen(socket.value(), PATH_BACKLOG), "listen(" + path + ")");
+                return socket;
+            } catch (IOException | RuntimeException e) {
+                socket.close();
+                throw e instanceof LinuxException l ? l : new LinuxException("chmod(" + path + ")", Errno.EACCES, e.toString());
+            }
+        }
+    }
+
+    /**
+     * Accepts one connection on a listening socket, waiting at most {@code timeout}.
+     *
+     * @param listener the listening socket
+     * @param timeout  the longest wait
+     * @return the connection (close-on-exec), or empty on timeout
+     */
+    public static Optional<OwnedFd> accept(int listener, Duration timeout) {
+        if (!Poll.readable(listener, timeout, "poll(listener)")) {
+            return Optional.empty();
+        }
+        int fd = LibC.accept4(listener, 0, 0, SOCK_CLOEXEC);
+        if (fd < 0) {
+            int errno = LibC.errno();
+            if (errno == Errno.EAGAIN || errno == Errno.EINTR || errno == ECONNABORTED) {
+                return Optional.empty();
+            }
+            throw LinuxException.of("accept4", errno);
+        }
+        return Optional.of(OwnedFd.adopt(fd));
+    }
+
+    static final int ECONNABORTED = 103;
+
+    /**
+     * Connects to a {@code SOCK_SEQPACKET} listener's socket file.
+     *
+     * @param path the socket file
+     * @return the connected socket, close-on-exec
+     * @throws LinuxException with the kernel's errno (ENOENT, ECONNREFUSED, EACCES ...)
+     */
+    public static OwnedFd connectSeqpacket(Path path) {
+        try (Memory address = sockaddr(path)) {
+            OwnedFd socket = OwnedFd.adopt(LibC.check(LibC.socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0), "socket(AF_UNIX)"));
+            while (LibC.connect(socket.value(), LibC.address(address), (int) address.size()) != 0) {
+                int errno = LibC.errno();
+                if (errno != Errno.EINTR) {
+                    socket.close();
+                    throw LinuxException.of("connect(" + path + ")", errno);
+                }
+            }
+            return socket;
+        }
+    }
+
+    private static Memory sockaddr(Path path) {
+        byte[] name = path.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        if (name.length == 0 || name.length > MAX_PATH_BYTES) {
+            throw new LinuxException("sockaddr_un", Errno.EINVAL, "socket path is " + name.length + " bytes, at most "
+                    + MAX_PATH_BYTES + ": " + path);
+        }
+        Memory address = new Memory(2 + name.length + 1);
+        address.clear();
+        address.setShort(0, (short) AF_UNIX);
+        address.write(2, name, 0, name.length);
+        return address;
+    }
+
     /**
      * Sends one message with descriptors ({@code sendmsg} with {@code SCM_RIGHTS}).
      *

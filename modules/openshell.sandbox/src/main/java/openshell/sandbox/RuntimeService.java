@@ -115,11 +115,25 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
     private final AtomicBoolean announcing = new AtomicBoolean();
     private final AtomicBoolean answeringDns = new AtomicBoolean();
     private final Map<String, ByteChannel> forwards = new ConcurrentHashMap<>();
+    /** Tokens of announced connections the supervisor may take over the descriptor channel. */
+    private final Map<String, byte[]> handoffTokens = new ConcurrentHashMap<>();
+    private final Optional<java.nio.file.Path> linkSocket;
+    /** The descriptor channel of the current announcer, if it has one. */
+    private volatile Optional<HandoffChannel> handoff = Optional.empty();
 
     RuntimeService(RuntimeControl control, long generation, Clock clock) {
+        this(control, generation, clock, Optional.empty());
+    }
+
+    /**
+     * @param linkSocket the Unix link's socket file, beside which the supervisor may offer a
+     *                   descriptor channel ({@link HandoffChannel}); empty for none
+     */
+    RuntimeService(RuntimeControl control, long generation, Clock clock, Optional<java.nio.file.Path> linkSocket) {
         this.control = control;
         this.ledger = new ControlLedger(generation);
         this.clock = clock;
+        this.linkSocket = linkSocket;
     }
 
     private <R extends Message> void control(Message request, StreamObserver<R> observer, Supplier<R> operation) {
@@ -469,6 +483,8 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
         ServerCallStreamObserver<PendingConnection> call = (ServerCallStreamObserver<PendingConnection>) observer;
         control.supervision(true);
         Thread.ofVirtual().name("pending-connections").start(() -> {
+            Optional<HandoffChannel> channel = linkSocket.flatMap(HandoffChannel::connect);
+            handoff = channel;
             try {
                 // Also ends when supervision is gone (the link dropped, or the supervisor ended its
                 // DNS stream): a cancel of a dead link's call may never arrive.
@@ -485,6 +501,11 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
                             .setDestinationAddress(ByteString.copyFrom(open.destination().address().getAddress()))
                             .setDestinationPort(open.destination().port())
                             .setSocketInode(open.socket().inode());
+                    if (channel.isPresent() && open instanceof TcpOpen) {
+                        byte[] token = HandoffChannel.newToken();
+                        handoffTokens.put(id, token);
+                        announced.setHandoffToken(ByteString.copyFrom(token));
+                    }
                     switch (open.identity()) {
                     case IdentityResolution.Resolved r -> announced.setIdentity(identity(r.identity()))
                             .setExecutable(r.identity().path());
@@ -508,6 +529,9 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
                     }
                 });
                 pendingOpens.clear();
+                handoffTokens.clear();
+                handoff = Optional.empty();
+                channel.ifPresent(HandoffChannel::close);
             }
         });
     }
@@ -586,9 +610,14 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
                     stream.fail(Status.FAILED_PRECONDITION.withDescription("INVALID: the first relay message must decide an announced connection"));
                     return;
                 }
+                byte[] token = handoffTokens.remove(up.getDecision().getConnectionId());
                 if (!up.getDecision().getAllow()) {
                     open.deny(denyReason(up.getDecision().getDenyErrno()));
                     stream.complete();
+                    return;
+                }
+                if (up.getDecision().getHandoff()) {
+                    handOff(open, token, stream);
                     return;
                 }
                 try {
@@ -598,6 +627,27 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
                     return;
                 }
                 pumpDown(channel, up.getDecision().getConnectionId(), stream);
+            }
+
+            /**
+             * An allowed connection the supervisor relays itself: the workload's relay socket goes
+             * over the descriptor channel under the announced token, and the stream ends. Without a
+             * token, a channel, or a socket of ours to pass, the connect fails closed.
+             */
+            private void handOff(PendingTcpOpen open, byte[] token, CreditedStream<RelayUp, RelayDown> stream) {
+                Optional<HandoffChannel> channel = handoff;
+                if (token == null || channel.isEmpty() || !(open instanceof TcpOpen tcp)) {
+                    open.deny(DenyReason.MEDIATION_UNAVAILABLE);
+                    stream.fail(Status.FAILED_PRECONDITION.withDescription("INVALID: a handoff for a connection announced without a descriptor channel"));
+                    return;
+                }
+                try {
+                    tcp.handOff(fd -> channel.get().send(token, fd));
+                } catch (BackendException e) {
+                    stream.fail(status(e));
+                    return;
+                }
+                stream.complete();
             }
 
             private void pumpDown(ByteChannel relayed, String id, CreditedStream<RelayUp, RelayDown> stream) {

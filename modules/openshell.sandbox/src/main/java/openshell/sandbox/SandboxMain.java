@@ -181,7 +181,8 @@ public final class SandboxMain {
                          .identity(bundle.identity())
                          .verifier(bundle.verifier())
                          .peerPolicy(SUPERVISOR_PEER)
-                         .addService(new RuntimeService(control, arguments.generation(), Clock.systemUTC()))
+                         .addService(new RuntimeService(control, arguments.generation(), Clock.systemUTC(),
+                                 Optional.of(Path.of(arguments.channel()))))
                          .build()) {
                 endpoint.start();
                 System.out.println("{\"sandbox\":\"" + arguments.sandbox() + "\",\"generation\":" + arguments.generation()

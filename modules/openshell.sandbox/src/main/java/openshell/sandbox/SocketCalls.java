@@ -14,6 +14,7 @@ import java.util.Arrays;
 import java.util.Optional;
 import openshell.linux.Errno;
 import openshell.linux.LinuxException;
+import openshell.linux.OwnedFd;
 
 /**
  * The few socket calls on raw descriptors the broker needs and {@code openshell.linux} does not
@@ -55,6 +56,73 @@ final class SocketCalls {
     private static native int getpeername(int fd, long address, long lengthAddress);
 
     private static native int getsockopt(int fd, int level, int name, long value, long lengthAddress);
+
+    private static native int socket(int domain, int type, int protocol);
+
+    private static native int listen(int fd, int backlog);
+
+    private static native int accept4(int fd, long address, long lengthAddress, int flags);
+
+    private static native int poll(long fds, long count, int timeoutMillis);
+
+    static final int SOCK_CLOEXEC = 0x80000;
+    static final short POLLIN = 1;
+
+    /**
+     * A listening TCP socket on a loopback address, port chosen by the kernel, as a raw
+     * descriptor (a JDK channel keeps its descriptor to itself, and a handed-off relay socket
+     * must be passed on). Opened in the calling thread's network namespace.
+     *
+     * @param loopback {@code 127.0.0.1} or {@code ::1}
+     * @param backlog  connections queued before accept
+     * @return the listener, close-on-exec
+     */
+    static OwnedFd listenLoopback(InetAddress loopback, int backlog) {
+        int domain = loopback instanceof Inet6Address ? AF_INET6 : AF_INET;
+        int fd = socket(domain, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+            throw new LinuxException("socket", Native.getLastError(), "loopback listener");
+        }
+        OwnedFd listener = OwnedFd.adopt(fd);
+        int rc = bind(fd, new InetSocketAddress(loopback, 0));
+        if (rc != 0 || listen(fd, backlog) != 0) {
+            int errno = rc != 0 ? rc : Native.getLastError();
+            listener.close();
+            throw new LinuxException(rc != 0 ? "bind" : "listen", errno, "loopback listener on " + loopback.getHostAddress());
+        }
+        return listener;
+    }
+
+    /**
+     * Accepts one connection, waiting at most {@code millis}.
+     *
+     * @return the accepted socket (close-on-exec), or empty when nothing arrived in time
+     */
+    static Optional<OwnedFd> accept(int listener, int millis) {
+        try (Memory pollfd = new Memory(8)) {
+            pollfd.setInt(0, listener);
+            pollfd.setShort(4, POLLIN);
+            pollfd.setShort(6, (short) 0);
+            int ready = poll(com.sun.jna.Pointer.nativeValue(pollfd), 1, millis);
+            if (ready < 0 && Native.getLastError() != Errno.EINTR) {
+                throw new LinuxException("poll", Native.getLastError(), "loopback listener");
+            }
+            if (ready <= 0) {
+                return Optional.empty();
+            }
+        }
+        int fd = accept4(listener, 0, 0, SOCK_CLOEXEC);
+        if (fd < 0) {
+            int errno = Native.getLastError();
+            if (errno == Errno.EAGAIN || errno == Errno.EINTR || errno == ECONNABORTED) {
+                return Optional.empty();
+            }
+            throw new LinuxException("accept4", errno, "loopback listener");
+        }
+        return Optional.of(OwnedFd.adopt(fd));
+    }
+
+    static final int ECONNABORTED = 103;
 
     /**
      * Connects a descriptor.

@@ -6,6 +6,7 @@ import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.nio.channels.ServerSocketChannel;
+import java.util.Optional;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
 import openshell.isolation.BackendException;
@@ -88,14 +89,7 @@ final class TcpOpen implements PendingTcpOpen {
             throw new BackendException(BackendException.Kind.INVALID, "this connect was already decided");
         }
         try {
-            if (identity instanceof IdentityResolution.Unresolved unresolved) {
-                answer(Errno.EACCES, "unresolved identity: " + unresolved.reason());
-                throw new BackendException(BackendException.Kind.DENIED, "unresolved identity: " + unresolved.reason());
-            }
-            if (broker.isClosed()) {
-                answer(NetworkBroker.ECANCELED, "mediation closed");
-                throw new BackendException(BackendException.Kind.UNAVAILABLE, "mediation closed");
-            }
+            refuseUnlessAdmissible();
             if (!broker.reserveRelay()) {
                 answer(Errno.EAGAIN, NetworkBroker.MAX_RELAYS + " relays open");
                 throw new BackendException(BackendException.Kind.UNAVAILABLE, "relays exhausted");
@@ -116,13 +110,119 @@ final class TcpOpen implements PendingTcpOpen {
         }
     }
 
+    /** Fails closed (answering the caller) for an unresolved identity or a closed mediation. */
+    private void refuseUnlessAdmissible() {
+        if (identity instanceof IdentityResolution.Unresolved unresolved) {
+            answer(Errno.EACCES, "unresolved identity: " + unresolved.reason());
+            throw new BackendException(BackendException.Kind.DENIED, "unresolved identity: " + unresolved.reason());
+        }
+        if (broker.isClosed()) {
+            answer(NetworkBroker.ECANCELED, "mediation closed");
+            throw new BackendException(BackendException.Kind.UNAVAILABLE, "mediation closed");
+        }
+    }
+
+    /**
+     * Admits the connection as {@link #allow} does, except that the end of the loopback relay the
+     * workload's socket reaches goes to {@code sink} (the supervisor relays it natively, outside
+     * the JVMs) instead of becoming a relay here. Our copy is closed once {@code sink} returned, so
+     * the runtime holds nothing of the connection afterwards.
+     *
+     * @param sink receives the relay socket's descriptor; it must pass it on before returning
+     * @throws BackendException as {@link #allow}; FAILED if the socket could not be passed on
+     */
+    void handOff(java.util.function.IntConsumer sink) {
+        if (!decided.compareAndSet(false, true)) {
+            throw new BackendException(BackendException.Kind.INVALID, "this connect was already decided");
+        }
+        try {
+            refuseUnlessAdmissible();
+            try (OwnedFd accepted = connectToRawListener()) {
+                sink.accept(accepted.value());
+            } catch (RuntimeException | IOException e) {
+                if (!answered) {
+                    answer(Errno.ECONNREFUSED, "handoff failed: " + e);
+                }
+                throw e instanceof BackendException b ? b
+                        : new BackendException(BackendException.Kind.FAILED, "handoff failed: " + e, e);
+            }
+        } finally {
+            settle();
+        }
+    }
+
+    /** Whether the caller's socket is dual-stack IPv6 (reaches an IPv4 relay through a mapped address). */
+    private boolean mapped() {
+        return domain == SocketCalls.AF_INET6
+                && SocketCalls.intOption(socket.value(), SocketCalls.IPPROTO_IPV6, SocketCalls.IPV6_V6ONLY) == 0;
+    }
+
+    private OwnedFd connectToRawListener() throws IOException {
+        boolean mapped = mapped();
+        boolean ipv6 = domain == SocketCalls.AF_INET6 && !mapped;
+        try (OwnedFd server = broker.network().run(() -> SocketCalls.listenLoopback(
+                InetAddress.getByName(ipv6 ? "::1" : "127.0.0.1"), 1))) {
+            InetSocketAddress relayAddress = SocketCalls.localAddress(server.value())
+                    .orElseThrow(() -> new BackendException(BackendException.Kind.FAILED, "the relay listener has no address"));
+            InetSocketAddress expected = connectCaller(relayAddress, mapped);
+            long deadline = System.nanoTime() + NetworkBroker.RELAY_ACCEPT_WAIT.toNanos();
+            while (true) {
+                long left = (deadline - System.nanoTime()) / 1_000_000;
+                if (left <= 0) {
+                    throw new BackendException(BackendException.Kind.FAILED, "the workload socket never reached its relay");
+                }
+                Optional<OwnedFd> candidate = SocketCalls.accept(server.value(), (int) Math.min(left, Integer.MAX_VALUE));
+                if (candidate.isEmpty()) {
+                    continue;
+                }
+                OwnedFd accepted = candidate.get();
+                if (SocketCalls.peerAddress(accepted.value()).map(expected::equals).orElse(false)) {
+                    if (!SocketCalls.peerAddress(socket.value()).map(relayAddress::equals).orElse(false)) {
+                        accepted.close();
+                        throw new BackendException(BackendException.Kind.FAILED, "the workload socket is not connected to its relay");
+                    }
+                    return accepted;
+                }
+                NetworkBroker.audit("relay", "reject", "unexpected peer " + SocketCalls.peerAddress(accepted.value()));
+                accepted.close();
+            }
+        }
+    }
+
+    /**
+     * Connects the caller's socket to its relay listener and answers its connect with the
+     * kernel's result (EINPROGRESS for a non-blocking socket, as the kernel would).
+     *
+     * @return the caller socket's local address: the only peer the listener may accept
+     */
+    private InetSocketAddress connectCaller(InetSocketAddress relayAddress, boolean mapped) {
+        if (!listener.isValid(id)) {
+            throw new BackendException(BackendException.Kind.TERMINATED, "the caller went away");
+        }
+        int rc = mapped ? SocketCalls.connectMapped(socket.value(), relayAddress)
+                : SocketCalls.connect(socket.value(), relayAddress);
+        if (rc != 0 && rc != SocketCalls.EINPROGRESS) {
+            // The kernel's own answer for this socket (EISCONN, EALREADY, ...), as if it had connected.
+            answered = true;
+            listener.respondErrno(id, rc);
+            throw new BackendException(BackendException.Kind.FAILED, "connect: " + Errno.name(rc));
+        }
+        InetSocketAddress expected = SocketCalls.localAddress(socket.value())
+                .orElseThrow(() -> new BackendException(BackendException.Kind.FAILED, "socket has no local address"));
+        answered = true;
+        boolean delivered = rc == 0 ? listener.respondValue(id, 0) : listener.respondErrno(id, SocketCalls.EINPROGRESS);
+        if (!delivered) {
+            throw new BackendException(BackendException.Kind.TERMINATED, "the caller went away before the answer");
+        }
+        return expected;
+    }
+
     private ByteChannel relay() throws IOException {
         // A dual-stack IPv6 socket (what every JVM and many runtimes open, even for an IPv4
         // destination written as ::ffff:a.b.c.d) reaches an IPv4 relay through its mapped address;
         // only an IPv6-only socket needs an IPv6 relay, which this JVM can open only if it saw
         // IPv6 at its start (the workload's netns may have had no IPv6 address then).
-        boolean mapped = domain == SocketCalls.AF_INET6
-                && SocketCalls.intOption(socket.value(), SocketCalls.IPPROTO_IPV6, SocketCalls.IPV6_V6ONLY) == 0;
+        boolean mapped = mapped();
         boolean ipv6 = domain == SocketCalls.AF_INET6 && !mapped;
         try (ServerSocketChannel server = broker.network().run(() -> {
             ServerSocketChannel s = ipv6 ? ServerSocketChannel.open(java.net.StandardProtocolFamily.INET6)
@@ -131,24 +231,7 @@ final class TcpOpen implements PendingTcpOpen {
             return s;
         })) {
             InetSocketAddress relayAddress = (InetSocketAddress) server.getLocalAddress();
-            if (!listener.isValid(id)) {
-                throw new BackendException(BackendException.Kind.TERMINATED, "the caller went away");
-            }
-            int rc = mapped ? SocketCalls.connectMapped(socket.value(), relayAddress)
-                    : SocketCalls.connect(socket.value(), relayAddress);
-            if (rc != 0 && rc != SocketCalls.EINPROGRESS) {
-                // The kernel's own answer for this socket (EISCONN, EALREADY, ...), as if it had connected.
-                answered = true;
-                listener.respondErrno(id, rc);
-                throw new BackendException(BackendException.Kind.FAILED, "connect: " + Errno.name(rc));
-            }
-            InetSocketAddress expected = SocketCalls.localAddress(socket.value())
-                    .orElseThrow(() -> new BackendException(BackendException.Kind.FAILED, "socket has no local address"));
-            answered = true;
-            boolean delivered = rc == 0 ? listener.respondValue(id, 0) : listener.respondErrno(id, SocketCalls.EINPROGRESS);
-            if (!delivered) {
-                throw new BackendException(BackendException.Kind.TERMINATED, "the caller went away before the answer");
-            }
+            InetSocketAddress expected = connectCaller(relayAddress, mapped);
             Socket accepted = acceptExpected(server, expected);
             if (!SocketCalls.peerAddress(socket.value()).map(relayAddress::equals).orElse(false)) {
                 accepted.close();

@@ -293,6 +293,35 @@ final class RemoteMediation implements NetworkMediationSource {
             return new RelayBytes(relay, input);
         }
 
+        /**
+         * Sends the allowing decision with a handoff and ends the upload: no bytes cross this
+         * stream; the runtime passes the socket over the descriptor channel and ends the stream.
+         *
+         * @return completes when the runtime ended the stream, exceptionally when it failed it
+         */
+        java.util.concurrent.CompletableFuture<Void> handOff() {
+            try {
+                relay.send(RelayUp.newBuilder().setDecision(RelayDecision.newBuilder()
+                        .setConnectionId(connectionId).setAllow(true).setHandoff(true)).build());
+                relay.complete();
+            } catch (ProtocolException e) {
+                relay.fail(io.grpc.Status.CANCELLED.withDescription("the decision could not be sent"));
+                throw new BackendException(BackendException.Kind.UNAVAILABLE, "the relay stream failed: " + e.getMessage(), e);
+            }
+            java.util.concurrent.CompletableFuture<Void> ended = new java.util.concurrent.CompletableFuture<>();
+            Thread.ofVirtual().name("handoff-" + connectionId).start(() -> {
+                try {
+                    while (input.read() >= 0) {
+                        // nothing is sent on a handed-off stream; its end is what counts
+                    }
+                    ended.complete(null);
+                } catch (java.io.IOException e) {
+                    ended.completeExceptionally(e);
+                }
+            });
+            return ended;
+        }
+
         /** Sends the denying decision and ends the upload; the runtime ends the stream. */
         void deny(int errno) {
             try {
@@ -334,7 +363,7 @@ final class RemoteMediation implements NetworkMediationSource {
     }
 
     /** One announced connect, decided once on its own relay stream. */
-    private final class RemoteOpen implements PendingTcpOpen {
+    private final class RemoteOpen implements PendingTcpOpen, HandoffCapable {
         private final PendingConnection announced;
         private final TcpDestination destination;
         private final IdentityResolution identity;
@@ -418,6 +447,27 @@ final class RemoteMediation implements NetworkMediationSource {
             }
             decideOnce();
             return relayStream().allow();
+        }
+
+        @Override
+        public Optional<byte[]> handoffToken() {
+            return announced.getHandoffToken().isEmpty() ? Optional.empty()
+                    : Optional.of(announced.getHandoffToken().toByteArray());
+        }
+
+        @Override
+        public java.util.concurrent.CompletableFuture<Void> allowHandoff() {
+            if (identity instanceof IdentityResolution.Unresolved unresolved) {
+                deny(DenyReason.IDENTITY_UNRESOLVED);
+                throw new BackendException(BackendException.Kind.DENIED, "connection " + announced.getConnectionId()
+                        + " has no resolved identity (" + unresolved.reason() + "); it can only be denied");
+            }
+            if (handoffToken().isEmpty()) {
+                throw new BackendException(BackendException.Kind.INVALID, "connection " + announced.getConnectionId()
+                        + " was announced without a handoff token");
+            }
+            decideOnce();
+            return relayStream().handOff();
         }
 
         @Override

@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.io.PushbackInputStream;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
@@ -31,6 +32,10 @@ import openshell.isolation.NetworkMediationSource;
 import openshell.isolation.PendingTcpOpen;
 import openshell.isolation.SandboxId;
 import openshell.isolation.TcpDestination;
+import openshell.linux.LinuxException;
+import openshell.linux.OwnedFd;
+import openshell.linux.SpliceRelay;
+import openshell.linux.TcpSockets;
 import openshell.policy.Admission;
 import openshell.policy.Decision;
 import openshell.policy.Destination;
@@ -50,6 +55,12 @@ final class SandboxMediation implements AutoCloseable {
     static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(10);
     /** Bytes buffered per relay direction. */
     static final int RELAY_BUFFER_BYTES = 16 * 1024;
+    /**
+     * Longest a handed-off connection's decision waits for the runtime's socket; beyond the
+     * runtime's own wait for the workload socket to reach its relay listener (10 s).
+     */
+    static final Duration HANDOFF_WAIT = Duration.ofSeconds(15);
+    static final int ETIMEDOUT = 110;
     /** The first byte of a TLS connection (a handshake record), which switches inspection to interception. */
     static final int TLS_HANDSHAKE_RECORD = 0x16;
     /** How often the accept loops wake to notice a close. */
@@ -70,6 +81,9 @@ final class SandboxMediation implements AutoCloseable {
     private final DnsPlane dns;
     private final InterceptionAuthority authority;
     private final SSLContext upstreamTlsContext;
+    /** The descriptor channel and the native relay its sockets go to; both null without a channel. */
+    private final HandoffListener handoff;
+    private final SpliceRelay splice;
     private volatile boolean running;
     private volatile NetworkMediationSource source;
     private Thread tcpLoop;
@@ -94,6 +108,8 @@ final class SandboxMediation implements AutoCloseable {
         } catch (NoSuchAlgorithmException e) {
             throw new SupervisorException("no default TLS context for upstream connections", e);
         }
+        this.handoff = b.handoff;
+        this.splice = b.handoff == null ? null : SpliceRelay.start("splice-relay-" + sandbox.value());
     }
 
     static Builder builder() {
@@ -189,6 +205,11 @@ final class SandboxMediation implements AutoCloseable {
             return;
         }
         Decision.Allow allow = (Decision.Allow) decision;
+        if (allow.inspection() != Inspection.HTTP && handoff != null && open instanceof HandoffCapable capable
+                && capable.handoffToken().isPresent()) {
+            relayNatively(open, capable, who, where, to, allow, number, started);
+            return;
+        }
         Socket upstream;
         try {
             upstream = dial(new TcpDestination(where.address().orElse(to.address()), to.port()));
@@ -231,6 +252,88 @@ final class SandboxMediation implements AutoCloseable {
             }
         } catch (IOException | RuntimeException e) {
             // The relay ends on any error; both sides are closed below.
+        } finally {
+            relays.remove(relay);
+            relay.close();
+            metrics.relayClosed();
+        }
+    }
+
+    /**
+     * Relays an opaque connection outside both JVMs' byte paths: the upstream socket is dialled
+     * raw, the runtime passes the workload's relay socket over the descriptor channel, and
+     * {@link SpliceRelay} moves the bytes between the two kernel sockets. Admission, audit,
+     * revocation and the relay bound are the same as for a relay over the link.
+     */
+    private void relayNatively(PendingTcpOpen open, HandoffCapable capable, IdentityResolution who, Destination where,
+                               TcpDestination to, Decision.Allow allow, long number, long started) {
+        InetAddress address = where.address().orElse(to.address());
+        OwnedFd upstream;
+        try {
+            upstream = TcpSockets.dial(new InetSocketAddress(address, to.port()), connectTimeout);
+        } catch (LinuxException e) {
+            boolean timeout = e.errno() == ETIMEDOUT;
+            metrics.decision("connect", "upstream_failed", System.nanoTime() - started);
+            denyQuietly(open, timeout ? DenyReason.TIMEOUT : DenyReason.MEDIATION_UNAVAILABLE);
+            audit(AuditLine.of(clock.instant(), sandbox.value(), "connect", number).decision(allow)
+                    .field("upstream", timeout ? "timeout" : "failed").identity(who)
+                    .destination(where.host().orElse(null), address, to.port()));
+            return;
+        }
+        metrics.decision("connect", "allow", System.nanoTime() - started);
+        byte[] token = capable.handoffToken().orElseThrow();
+        java.util.concurrent.CompletableFuture<OwnedFd> arriving;
+        try {
+            arriving = handoff.expect(token);
+        } catch (SupervisorException e) {
+            upstream.close();
+            denyQuietly(open, DenyReason.EXHAUSTED);
+            audit(AuditLine.of(clock.instant(), sandbox.value(), "connect", number).decision(allow)
+                    .field("upstream", "handoff_refused").identity(who)
+                    .destination(where.host().orElse(null), address, to.port()));
+            return;
+        }
+        OwnedFd workload;
+        try {
+            capable.allowHandoff().whenComplete((ended, failed) -> {
+                if (failed != null) {
+                    arriving.completeExceptionally(failed);
+                }
+            });
+            workload = arriving.get(HANDOFF_WAIT.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+        } catch (BackendException | java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException
+                 | java.util.concurrent.CancellationException e) {
+            handoff.forget(token);
+            upstream.close();
+            return;
+        } catch (InterruptedException e) {
+            handoff.forget(token);
+            upstream.close();
+            Thread.currentThread().interrupt();
+            return;
+        } finally {
+            audit(AuditLine.of(clock.instant(), sandbox.value(), "connect", number).decision(allow)
+                    .field("upstream", "connected").field("relay", "native").identity(who)
+                    .destination(where.host().orElse(null), address, to.port()));
+        }
+        java.util.concurrent.CompletableFuture<SpliceRelay.Outcome> done = new java.util.concurrent.CompletableFuture<>();
+        SpliceRelay.Handle spliced;
+        try {
+            spliced = splice.add(workload, upstream, done::complete);
+        } catch (LinuxException e) {
+            // Refused (the bound, or the relay closed): both sockets are closed, the workload sees its connection end.
+            return;
+        }
+        LiveRelay relay = new LiveRelay(new Admission(who, where, allow), number, spliced::close, () -> { });
+        relays.add(relay);
+        metrics.relayOpened();
+        try {
+            if (policies.number() != number) {
+                recheck(relay, policies.current());
+            }
+            SpliceRelay.Outcome outcome = done.join();
+            metrics.bytesOut(outcome.bytesAtoB());
+            metrics.bytesIn(outcome.bytesBtoA());
         } finally {
             relays.remove(relay);
             relay.close();
@@ -426,6 +529,16 @@ final class SandboxMediation implements AutoCloseable {
         return RELAY_BUFFER_BYTES;
     }
 
+    /** @return native relays open now (for leak checks); 0 without a descriptor channel */
+    int nativeRelays() {
+        return splice == null ? 0 : splice.open();
+    }
+
+    /** @return handed-off decisions still waiting for their socket (for leak checks) */
+    int handoffsWaiting() {
+        return handoff == null ? 0 : handoff.waiting();
+    }
+
     /** Stops both loops, closes the source (pending requests fail closed) and every relay. Idempotent. */
     @Override
     public void close() {
@@ -439,6 +552,12 @@ final class SandboxMediation implements AutoCloseable {
         }
         join(tcpLoop);
         join(dnsLoop);
+        if (splice != null) {
+            splice.close();
+        }
+        if (handoff != null) {
+            handoff.close();
+        }
         credentials.destroy();
     }
 
@@ -466,8 +585,18 @@ final class SandboxMediation implements AutoCloseable {
         private int maxActiveRelays = MAX_ACTIVE_RELAYS;
         private int maxDnsInFlight = DnsPlane.MAX_IN_FLIGHT;
         private SSLContext upstreamTls;
+        private HandoffListener handoff;
 
         private Builder() {
+        }
+
+        /**
+         * The descriptor channel beside a Unix link: opaque connections announced with a token are
+         * then relayed natively. The mediation owns it from here (closes it).
+         */
+        Builder handoff(HandoffListener v) {
+            handoff = Objects.requireNonNull(v);
+            return this;
         }
 
         Builder sandbox(SandboxId v) {

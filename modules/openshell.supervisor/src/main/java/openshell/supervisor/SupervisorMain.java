@@ -377,10 +377,35 @@ public final class SupervisorMain {
          * aliases and the extra upstream trust anchors (never anything from the policy).
          */
         private SandboxMediation mediation(SandboxId sandboxId, AuditSink audit) {
-            return SandboxMediation.builder().sandbox(sandboxId).policies(policies).credentials(credentials).audit(audit)
+            SandboxMediation.Builder builder = SandboxMediation.builder().sandbox(sandboxId).policies(policies)
+                    .credentials(credentials).audit(audit)
                     .aliases(HostAliases.of(bundle.hostAliases()))
-                    .upstreamTls(UpstreamTrust.context(bundle.upstreamAuthorities()))
-                    .build();
+                    .upstreamTls(UpstreamTrust.context(bundle.upstreamAuthorities()));
+            handoffListener().ifPresent(builder::handoff);
+            return builder.build();
+        }
+
+        /**
+         * The descriptor channel beside the link, for the runtime to pass opaque connections'
+         * sockets on (relayed natively then). Without one, everything is relayed over the link, so
+         * a failure here costs speed, not safety: it is reported and the sandbox runs on.
+         */
+        private Optional<HandoffListener> handoffListener() {
+            Optional<HandoffListener> listener = Optional.empty();
+            try {
+                int uid = arguments.runtimeUid().map(Long::intValue)
+                        .orElse((Integer) Files.getAttribute(Path.of("/proc/self"), "unix:uid"));
+                listener = HandoffListener.listen(arguments.channel(), uid);
+                if (listener.isPresent() && arguments.runtimeUid().isPresent()) {
+                    Files.setAttribute(listener.get().path(), "unix:uid", uid);
+                    Files.setAttribute(listener.get().path(), "unix:gid", uid);
+                }
+                return listener;
+            } catch (IOException | RuntimeException e) {
+                listener.ifPresent(HandoffListener::close);
+                err.println("openshell-supervisor: no descriptor channel, relays use the link: " + e.getMessage());
+                return Optional.empty();
+            }
         }
 
         /**

@@ -55,6 +55,22 @@ final class Fixture implements AutoCloseable {
         return new Fixture(b, policies);
     }
 
+    /**
+     * As {@link #start(String, Consumer)}, with a descriptor channel in {@code dir}: every open the
+     * workload double makes can be handed off, so opaque connections are relayed natively.
+     */
+    static Fixture startNative(String policyYaml, java.nio.file.Path dir, Consumer<SandboxMediation.Builder> configure)
+            throws IOException {
+        int uid = (Integer) java.nio.file.Files.getAttribute(java.nio.file.Path.of("/proc/self"), "unix:uid");
+        HandoffListener listener = HandoffListener.listen(dir.resolve("link.sock"), uid).orElseThrow();
+        Fixture f = start(policyYaml, b -> {
+            configure.accept(b);
+            b.handoff(listener);
+        });
+        f.source.handOffVia(listener.path());
+        return f;
+    }
+
     static IdentityResolution who(String path) {
         return new IdentityResolution.Resolved(BinaryIdentity.of(Executable.of(path)));
     }

@@ -38,11 +38,90 @@ final class TestMediationSource implements NetworkMediationSource {
     private final AtomicBoolean closed = new AtomicBoolean();
     private static final AtomicLong INODES = new AtomicLong(1000);
 
+    /** The descriptor channel handed-off opens use, once {@link #handOffVia} was called. */
+    private volatile java.nio.file.Path handoffPath;
+    /** Every open made after {@link #handOffVia}, in order. */
+    final java.util.List<HandedOpen> handed = new java.util.concurrent.CopyOnWriteArrayList<>();
+    private openshell.linux.OwnedFd handoffChannel;
+
+    /**
+     * From now on every open can be handed off, as the runtime's are over a Unix link: its
+     * workload socket's peer end goes to the listener at {@code path} under a token.
+     */
+    void handOffVia(java.nio.file.Path path) {
+        handoffPath = path;
+    }
+
+    synchronized void sendHandoff(byte[] token, int fd) {
+        if (handoffChannel == null) {
+            handoffChannel = openshell.linux.UnixSockets.connectSeqpacket(handoffPath);
+        }
+        openshell.linux.UnixSockets.send(handoffChannel.value(), token, fd);
+    }
+
     /** Queues a connect() of the workload and returns its handle. */
     Open open(IdentityResolution who, InetAddress address, int port) {
-        Open o = new Open(who, new TcpDestination(address, port));
+        Open o;
+        if (handoffPath != null) {
+            HandedOpen h = new HandedOpen(this, who, new TcpDestination(address, port));
+            handed.add(h);
+            o = h;
+        } else {
+            o = new Open(who, new TcpDestination(address, port));
+        }
         opens.add(o);
         return o;
+    }
+
+    /**
+     * An open the runtime could hand off: {@link #allowHandoff} passes the raw peer end of the
+     * workload's socket over the descriptor channel, as {@code RuntimeService} does; {@link #allow}
+     * still relays over the contract's channel.
+     */
+    static final class HandedOpen extends Open implements HandoffCapable {
+        private final TestMediationSource source;
+        private final byte[] token = new byte[HandoffListener.TOKEN_BYTES];
+        /** Which way the decision went: true for a handoff, false for allow(). */
+        final CompletableFuture<Boolean> handedOff = new CompletableFuture<>();
+
+        HandedOpen(TestMediationSource source, IdentityResolution who, TcpDestination to) {
+            super(who, to);
+            this.source = source;
+            new java.security.SecureRandom().nextBytes(token);
+        }
+
+        @Override
+        public Optional<byte[]> handoffToken() {
+            return Optional.of(token.clone());
+        }
+
+        @Override
+        public ByteChannel allow() {
+            handedOff.complete(false);
+            return super.allow();
+        }
+
+        @Override
+        public CompletableFuture<Void> allowHandoff() {
+            if (identity() instanceof IdentityResolution.Unresolved) {
+                deny(DenyReason.IDENTITY_UNRESOLVED);
+                throw new BackendException(BackendException.Kind.DENIED, "unresolved identity");
+            }
+            decide();
+            try (ServerSocket pairing = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+                 openshell.linux.OwnedFd relayEnd = openshell.linux.TcpSockets.dial(
+                         new java.net.InetSocketAddress(pairing.getInetAddress(), pairing.getLocalPort()), Duration.ofSeconds(10))) {
+                Socket client = pairing.accept();
+                client.setSoTimeout(30_000);
+                source.sendHandoff(token, relayEnd.value());
+                handedOff.complete(true);
+                workload.complete(client);
+                outcome.complete(null);
+                return CompletableFuture.completedFuture(null);
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
     }
 
     Query query(IdentityResolution who, byte[] message) {
@@ -79,7 +158,7 @@ final class TestMediationSource implements NetworkMediationSource {
     }
 
     /** A workload connect() waiting for the supervisor; {@link #outcome} completes with the decision. */
-    static final class Open implements PendingTcpOpen {
+    static class Open implements PendingTcpOpen {
         private final IdentityResolution who;
         private final TcpDestination to;
         private final SocketIdentity socket = new SocketIdentity(INODES.incrementAndGet());
@@ -115,9 +194,7 @@ final class TestMediationSource implements NetworkMediationSource {
                 deny(DenyReason.IDENTITY_UNRESOLVED);
                 throw new BackendException(BackendException.Kind.DENIED, "unresolved identity");
             }
-            if (!decided.compareAndSet(false, true)) {
-                throw new BackendException(BackendException.Kind.INVALID, "already decided");
-            }
+            decide();
             try (ServerSocket pairing = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
                 Socket client = new Socket(pairing.getInetAddress(), pairing.getLocalPort());
                 Socket server = pairing.accept();
@@ -132,10 +209,14 @@ final class TestMediationSource implements NetworkMediationSource {
 
         @Override
         public void deny(DenyReason reason) {
+            decide();
+            outcome.complete(reason);
+        }
+
+        final void decide() {
             if (!decided.compareAndSet(false, true)) {
                 throw new BackendException(BackendException.Kind.INVALID, "already decided");
             }
-            outcome.complete(reason);
         }
     }
 

@@ -11,6 +11,8 @@ import java.net.Inet4Address;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.NetworkInterface;
+import java.net.ServerSocket;
+import java.net.Socket;
 import java.net.SocketException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -69,6 +71,9 @@ class AgentInASandboxTest {
         });
         upstream.start();
         String base = "http://" + host.getHostAddress() + ":" + upstream.getAddress().getPort();
+        // An opaque endpoint: the supervisor relays it natively (the runtime hands the socket over).
+        ServerSocket echo = new ServerSocket(0, 16, host);
+        Thread echoing = Thread.ofPlatform().daemon().name("echo").start(() -> echoUntilClosed(echo));
 
         Path work = Path.of(System.getProperty("openshell.mains.work.dir"));
         Files.createDirectories(work);
@@ -88,7 +93,7 @@ class AgentInASandboxTest {
                 "openshell.supervisor/openshell.supervisor.SupervisorMain");
         Path runtimeLauncher = Mains.launcher(bin.resolve("openshell-sandbox"), modulePath,
                 "openshell.sandbox/openshell.sandbox.SandboxMain");
-        Path agent = Files.writeString(workspace.resolve("agent.sh"), agentScript(base));
+        Path agent = Files.writeString(workspace.resolve("agent.sh"), agentScript(base, host.getHostAddress(), echo.getLocalPort()));
         Files.setPosixFilePermissions(agent, PosixFilePermissions.fromString("rwxr-xr-x"));
 
         String policy = """
@@ -96,14 +101,21 @@ class AgentInASandboxTest {
                 network_policies:
                   demo:
                     endpoints:
-                      - host: "%s"
-                        port: %d
+                      - host: "%1$s"
+                        port: %2$d
                         protocol: rest
                         rules:
                           - {method: GET, path: /allowed}
                     binaries:
                       - path: /usr/bin/curl
-                """.formatted(host.getHostAddress(), upstream.getAddress().getPort());
+                  raw:
+                    endpoints:
+                      - host: "%1$s"
+                        port: %3$d
+                        protocol: tcp
+                    binaries:
+                      - path: "/usr/bin/python3*"
+                """.formatted(host.getHostAddress(), upstream.getAddress().getPort(), echo.getLocalPort());
         SandboxId id = new SandboxId("e2e-" + Long.toHexString(System.nanoTime() & 0xffffff));
         SandboxSessionId session = SandboxSessionId.fresh();
         Map<String, String> env = Map.of("PATH", "/usr/bin:/bin", "HOME", workspace.toString(), "OUT", workspace.toString());
@@ -153,22 +165,45 @@ class AgentInASandboxTest {
             assertEquals(ALLOWED_BODY, text(workspace.resolve("allowed.body")), logs);
             assertTrue(upstreamSaw.contains("GET /allowed"), upstreamSaw.toString());
 
+            // Allowed and relayed natively: 1 MiB each way through the handed-off socket, the
+            // client's half-close reaching the server, the echo coming back whole after it.
+            String raw = text(workspace.resolve("raw.out"));
+            assertTrue(raw.startsWith("echoed 1048576 "), raw + logs);
+            assertTrue(raw.strip().endsWith(" same"), raw + logs);
+
             // One audit line per decision, with the binary that made it.
             List<String> audit = supervisor.lines().filter(l -> l.startsWith("{\"time\"")).toList();
             assertTrue(audit.stream().anyMatch(l -> l.contains("\"decision\":\"allow\"") && l.contains("/usr/bin/curl")
                     && l.contains(host.getHostAddress())), audit.toString());
             assertTrue(audit.stream().anyMatch(l -> l.contains("\"decision\":\"deny\"") && l.contains("python3")), audit.toString());
             assertTrue(audit.stream().anyMatch(l -> l.contains("\"decision\":\"deny\"") && l.contains("/forbidden")), audit.toString());
+            assertTrue(audit.stream().anyMatch(l -> l.contains("\"decision\":\"allow\"") && l.contains("\"relay\":\"native\"")
+                    && l.contains("python3")), audit.toString());
         } finally {
             driver.delete(id, provisioned.state());
             upstream.stop(0);
+            echo.close();
+            echoing.join(10_000);
         }
         assertFalse(Files.exists(runRoot.resolve(id.value())), "the run directory is gone");
         Files.delete(runRoot);
     }
 
-    /** The agent: four requests, each outcome written to the workspace for the test to read. */
-    private static String agentScript(String base) {
+    /** Echoes each connection: everything until the client's half-close, then closes. */
+    private static void echoUntilClosed(ServerSocket server) {
+        while (!server.isClosed()) {
+            try (Socket s = server.accept()) {
+                byte[] all = s.getInputStream().readAllBytes();
+                s.getOutputStream().write(all);
+                s.shutdownOutput();
+            } catch (IOException e) {
+                // closed at the end of the test, or a client that went away
+            }
+        }
+    }
+
+    /** The agent: five requests, each outcome written to the workspace for the test to read. */
+    private static String agentScript(String base, String echoHost, int echoPort) {
         return """
                 #!/bin/bash
                 exec >"$OUT/agent.log" 2>&1
@@ -185,8 +220,26 @@ class AgentInASandboxTest {
                     print('denied', repr(e))
                 PY
                 curl -sS -o forbidden.body -w '%%{http_code}' --max-time 60 %1$s/forbidden >forbidden.code; echo $? >forbidden.rc
+                /usr/bin/python3 - >raw.out 2>&1 <<'PY'
+                import hashlib, os, socket, threading
+                data = os.urandom(1 << 20)
+                s = socket.create_connection(('%2$s', %3$d), timeout=60)
+                def send():
+                    s.sendall(data)
+                    s.shutdown(socket.SHUT_WR)
+                t = threading.Thread(target=send)
+                t.start()
+                got = bytearray()
+                while True:
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        break
+                    got += chunk
+                t.join()
+                print('echoed', len(got), 'same' if hashlib.sha256(got).digest() == hashlib.sha256(data).digest() else 'different')
+                PY
                 touch done
-                """.formatted(base);
+                """.formatted(base, echoHost, echoPort);
     }
 
     private static InetAddress firstNonLoopbackIpv4() throws SocketException {
