@@ -88,7 +88,11 @@
  * protocol's message credits ({@code CreditedStream}: at most 31 unacknowledged 16 KiB messages
  * per direction): writes to a workload's socket or stdin happen on the stream's own thread, so a
  * workload that stops reading stalls only its own relay, never control calls, DNS or other
- * relays. A relay completes once both sides sent half_close.
+ * relays. A relay completes once both sides sent half_close. Over a Unix link the announcer
+ * also connects the supervisor's descriptor channel ({@code HandoffChannel}) and announces each
+ * connect with a random token; a decision that allows with {@code handoff} gets the loopback end
+ * of the workload's relay passed over that channel instead, and its stream ends: the runtime
+ * keeps nothing of the connection (and still has no egress of its own).
  *
  * <h2>Threads</h2>
  * Anything that blocks in a native call (JNA: pidfd and pipe polls, pipe reads and writes) runs

@@ -45,8 +45,15 @@ import java.util.function.Consumer;
 public final class SpliceRelay implements AutoCloseable {
     /** Most relays one loop holds at once; one more is refused with EAGAIN (and its sockets closed). */
     public static final int MAX_RELAYS = 4096;
-    /** Largest {@code splice} per call: the default pipe capacity, so one call can fill an empty pipe. */
-    public static final int CHUNK_BYTES = 64 * 1024;
+    /**
+     * Capacity asked for each pipe ({@code F_SETPIPE_SZ}; the default {@code pipe-max-size}): a
+     * pipe holds one socket buffer fragment per slot, and with the default 16 slots a splice
+     * moved as little as a few KiB per call. If the kernel refuses (a user over
+     * {@code pipe-user-pages-soft}), the pipe keeps its default size.
+     */
+    static final int PIPE_BYTES = 1 << 20;
+    /** Largest {@code splice} per call: the pipe's capacity, so one call can fill an empty pipe. */
+    public static final int CHUNK_BYTES = PIPE_BYTES;
     /** Most bytes one direction moves before other ready relays get a turn (fairness on one thread). */
     static final int TURN_BYTES = 4 * CHUNK_BYTES;
     /** Most events one {@code epoll_wait} returns; more stay ready for the next call. */
@@ -58,6 +65,7 @@ public final class SpliceRelay implements AutoCloseable {
     static final String CLOSED_WITH_LOOP = "relay loop closed";
 
     private static final int O_NONBLOCK = 0x800;
+    static final int F_SETPIPE_SZ = 1031;
     private static final int O_CLOEXEC = 0x80000;
     private static final int F_GETFL = 3;
     private static final int F_SETFL = 4;
@@ -232,6 +240,9 @@ public final class SpliceRelay implements AutoCloseable {
             prepare(ownB.value());
             LibC.check(LibC.pipe2(ab, O_CLOEXEC | O_NONBLOCK), "pipe2");
             LibC.check(LibC.pipe2(ba, O_CLOEXEC | O_NONBLOCK), "pipe2");
+            // Best effort: a refused size leaves the default, slower but correct.
+            LibC.fcntl(ab[1], F_SETPIPE_SZ, PIPE_BYTES);
+            LibC.fcntl(ba[1], F_SETPIPE_SZ, PIPE_BYTES);
             Relay relay = new Relay(ownA, ownB, ab, ba, onClosed);
             synchronized (lock) {
                 if (closing) {

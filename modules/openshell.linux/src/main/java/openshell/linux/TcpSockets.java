@@ -83,6 +83,33 @@ public final class TcpSockets {
         }
     }
 
+    static final int SO_TYPE = 3;
+    static final int SO_PROTOCOL = 38;
+    static final int SO_DOMAIN = 39;
+
+    /**
+     * Whether a descriptor is a TCP socket (IPv4 or IPv6): what a descriptor received from
+     * another process must be before it is relayed as one.
+     *
+     * @param fd any descriptor
+     * @return {@code true} for a TCP socket, {@code false} for anything else (a pipe, a file, a
+     *         Unix or UDP socket)
+     */
+    public static boolean isTcp(int fd) {
+        try (Memory value = new Memory(4); Memory length = new Memory(4)) {
+            int[] expected = {SO_DOMAIN, SO_TYPE, SO_PROTOCOL};
+            int[] found = new int[3];
+            for (int i = 0; i < 3; i++) {
+                length.setInt(0, 4);
+                if (LibC.getsockopt(fd, SOL_SOCKET, expected[i], LibC.address(value), LibC.address(length)) != 0) {
+                    return false;
+                }
+                found[i] = value.getInt(0);
+            }
+            return (found[0] == AF_INET || found[0] == AF_INET6) && found[1] == SOCK_STREAM && found[2] == IPPROTO_TCP;
+        }
+    }
+
     private static void awaitWritable(int fd, Duration timeout, InetSocketAddress to, Memory pollfd) {
         long deadline = System.nanoTime() + timeout.toNanos();
         while (true) {

@@ -102,6 +102,27 @@ class HandoffSocketsTest {
     }
 
     @Test
+    void onlyATcpSocketIsTakenForOne(@TempDir Path dir) throws Exception {
+        try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+             OwnedFd tcp = TcpSockets.dial(new InetSocketAddress(InetAddress.getLoopbackAddress(), server.getLocalPort()), WAIT)) {
+            assertTrue(TcpSockets.isTcp(tcp.value()));
+        }
+        java.util.List<OwnedFd> pipe = OwnedFd.pipe();
+        java.util.List<OwnedFd> unix = UnixSockets.seqpacketPair();
+        try (OwnedFd read = pipe.get(0); OwnedFd write = pipe.get(1); OwnedFd a = unix.get(0); OwnedFd b = unix.get(1);
+             OwnedFd udp = OwnedFd.adopt(LibC.socket(TcpSockets.AF_INET, 2, 0))) {
+            assertFalse(TcpSockets.isTcp(read.value()), "a pipe");
+            assertFalse(TcpSockets.isTcp(a.value()), "a Unix socket");
+            assertFalse(TcpSockets.isTcp(-1), "no descriptor");
+            assertFalse(TcpSockets.isTcp(udp.value()), "a UDP socket");
+            assertFalse(TcpSockets.isTcp(write.value()) || TcpSockets.isTcp(b.value()));
+        }
+        try (OwnedFd file = OwnedFd.adopt(LibC.open(dir.toString(), 0, 0))) {
+            assertFalse(TcpSockets.isTcp(file.value()), "a directory");
+        }
+    }
+
+    @Test
     void aRefusedDialIsTheKernelsErrorAndLeavesNoDescriptor() throws IOException {
         int port;
         try (ServerSocket closed = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {

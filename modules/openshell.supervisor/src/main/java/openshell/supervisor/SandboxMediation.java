@@ -66,6 +66,8 @@ final class SandboxMediation implements AutoCloseable {
     /** How often the accept loops wake to notice a close. */
     static final Duration ACCEPT_POLL = Duration.ofMillis(500);
 
+    private static final System.Logger LOGGER = System.getLogger(SandboxMediation.class.getName());
+
     private final SandboxId sandbox;
     private final PolicyInstallation policies;
     private final DnsPins pins;
@@ -315,6 +317,13 @@ final class SandboxMediation implements AutoCloseable {
             audit(AuditLine.of(clock.instant(), sandbox.value(), "connect", number).decision(allow)
                     .field("upstream", "connected").field("relay", "native").identity(who)
                     .destination(where.host().orElse(null), address, to.port()));
+        }
+        if (!TcpSockets.isTcp(workload.value())) {
+            // Only the runtime can send here, and it sends TCP sockets: anything else ends the connection.
+            LOGGER.log(System.Logger.Level.WARNING, "the runtime handed over something that is not a TCP socket: closed");
+            workload.close();
+            upstream.close();
+            return;
         }
         java.util.concurrent.CompletableFuture<SpliceRelay.Outcome> done = new java.util.concurrent.CompletableFuture<>();
         SpliceRelay.Handle spliced;

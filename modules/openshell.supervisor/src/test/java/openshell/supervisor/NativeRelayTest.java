@@ -127,6 +127,23 @@ class NativeRelayTest {
     }
 
     @Test
+    void somethingOtherThanATcpSocketEndsOnlyItsOwnConnection(@TempDir Path dir) throws Exception {
+        try (Fixture.EchoServer echo = new Fixture.EchoServer();
+             Fixture f = Fixture.startNative(tcpPolicy("echo.test", echo.port()), dir,
+                     b -> b.aliases(HostAliases.of(Fixture.aliasToLoopback("echo.test"))))) {
+            f.resolve(who("/usr/bin/nc"), "echo.test");
+            f.source.sendPipeInstead = true;
+            try (Socket s = f.connect(who("/usr/bin/nc"), loopback(), echo.port())) {
+                assertTrue(cut(s), "a pipe is not relayed");
+            }
+            awaitNoRelays(f);
+            try (Socket s = f.connect(who("/usr/bin/nc"), loopback(), echo.port())) {
+                roundTrip(s);
+            }
+        }
+    }
+
+    @Test
     void aPolicyDenialNeverHandsAnythingOff(@TempDir Path dir) throws Exception {
         try (Fixture.EchoServer echo = new Fixture.EchoServer();
              Fixture f = Fixture.startNative(tcpPolicy("echo.test", echo.port()), dir,

@@ -52,7 +52,19 @@ final class TestMediationSource implements NetworkMediationSource {
         handoffPath = path;
     }
 
+    /** When set, the next handoff passes the read end of a pipe instead of a socket (a misbehaving runtime). */
+    volatile boolean sendPipeInstead;
+
     synchronized void sendHandoff(byte[] token, int fd) {
+        if (sendPipeInstead) {
+            sendPipeInstead = false;
+            java.util.List<openshell.linux.OwnedFd> pipe = openshell.linux.OwnedFd.pipe();
+            pipe.get(1).close();
+            try (openshell.linux.OwnedFd read = pipe.get(0)) {
+                sendHandoff(token, read.value());
+            }
+            return;
+        }
         if (handoffChannel == null) {
             handoffChannel = openshell.linux.UnixSockets.connectSeqpacket(handoffPath);
         }
