@@ -62,8 +62,9 @@
  * <tr><td>{@code UnixSockets.MAX_PATH_BYTES}</td><td>107 (sockaddr_un)</td><td>EINVAL, nothing bound or dialled</td></tr>
  * <tr><td>{@code UnixSockets.PATH_BACKLOG}</td><td>4</td><td>the kernel refuses further connects until one is accepted</td></tr>
  * <tr><td>{@code SpliceRelay.MAX_RELAYS}</td><td>4096 per loop</td><td>EAGAIN, both sockets closed</td></tr>
- * <tr><td>{@code SpliceRelay.CHUNK_BYTES}</td><td>64 KiB per splice call</td><td>the rest moves on the next call</td></tr>
- * <tr><td>{@code SpliceRelay.TURN_BYTES}</td><td>256 KiB per direction per turn</td><td>the direction waits for the next turn (fairness between relays)</td></tr>
+ * <tr><td>{@code SpliceRelay.PIPE_BYTES}</td><td>1 MiB per pipe, two pipes per relay (asked for; the kernel may refuse)</td><td>the pipe keeps its default 64 KiB</td></tr>
+ * <tr><td>{@code SpliceRelay.CHUNK_BYTES}</td><td>1 MiB per splice call</td><td>the rest moves on the next call</td></tr>
+ * <tr><td>{@code SpliceRelay.TURN_BYTES}</td><td>4 MiB per direction per turn</td><td>the direction waits for the next turn (fairness between relays)</td></tr>
  * <tr><td>{@code SpliceRelay.CLOSE_WAIT}</td><td>10 s</td><td>{@code close()} fails with ETIMEDOUT (a callback blocked the loop)</td></tr>
  * </table>
  */

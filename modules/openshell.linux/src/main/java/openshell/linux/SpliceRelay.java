@@ -21,7 +21,8 @@ import java.util.function.Consumer;
  * {@code epoll} loop, with no thread per connection.
  *
  * <p>Besides the sockets' own buffers, a relay holds at most one pipe per direction
- * ({@link #CHUNK_BYTES}; at most 512 MiB of pipes for {@link #MAX_RELAYS}), and nothing on the
+ * ({@link #PIPE_BYTES}, the same order as one socket's own buffer limit; 2 MiB a relay, and the
+ * supervisor's relay bound keeps that below 2 GiB of in-flight pages), and nothing on the
  * Java heap: while a destination cannot take more, its source is not read, so a slow reader
  * slows its writer instead of growing memory. An end of stream read from one socket is passed on
  * as {@code shutdown(SHUT_WR)} of the other once that direction's pipe is empty, and the other
