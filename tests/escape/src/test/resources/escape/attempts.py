@@ -88,3 +88,30 @@ if pid == 0:
     os.execv('/bin/echo', ['echo', 'exec-during-connect', 'REPLACED'])
 _, status = os.waitpid(pid, 0)
 print('exec-during-connect-status', os.waitstatus_to_exitcode(status), flush=True)
+
+# The supervisor's sockets beside the runtime: the link and the descriptor channel the runtime
+# hands relay sockets over. Their directory belongs to the sandbox's mapped root, not to us.
+channel = None
+for p in os.listdir('/proc'):
+    if not p.isdigit():
+        continue
+    try:
+        args = open('/proc/%s/cmdline' % p, 'rb').read().split(b'\0')
+    except OSError:
+        continue
+    if b'--channel' in args and any(b'SandboxMain' in a for a in args):
+        channel = args[args.index(b'--channel') + 1].decode()
+        break
+for label, path, kind in (('link-socket', channel, socket.SOCK_STREAM),
+                          ('descriptor-channel', channel and channel + '.fds', socket.SOCK_SEQPACKET)):
+    if path is None:
+        print(label, 'NO-PATH', flush=True)
+        continue
+    c = socket.socket(socket.AF_UNIX, kind)
+    try:
+        c.connect(path)
+        print(label, 'SUCCEEDED', flush=True)
+    except OSError as e:
+        print(label, name(e), flush=True)
+    finally:
+        c.close()
