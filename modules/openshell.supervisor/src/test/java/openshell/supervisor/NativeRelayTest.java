@@ -3,6 +3,8 @@ package openshell.supervisor;
 import static openshell.supervisor.Fixture.WAIT;
 import static openshell.supervisor.Fixture.loopback;
 import static openshell.supervisor.Fixture.who;
+import static openshell.supervisor.PolicyReloadTest.cut;
+import static openshell.supervisor.PolicyReloadTest.roundTrip;
 import static openshell.supervisor.TcpMediationTest.tcpPolicy;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -30,11 +32,6 @@ import org.junit.jupiter.api.io.TempDir;
  */
 @Timeout(120)
 class NativeRelayTest {
-    private static void roundTrip(Socket s) throws IOException {
-        s.getOutputStream().write("ping".getBytes(StandardCharsets.US_ASCII));
-        assertEquals("ping", new String(s.getInputStream().readNBytes(4), StandardCharsets.US_ASCII));
-    }
-
     @Test
     void anAllowedOpaqueConnectionIsRelayedNativelyBothWaysAndHalfCloses(@TempDir Path dir) throws Exception {
         try (Fixture.EchoServer echo = new Fixture.EchoServer();
@@ -161,16 +158,5 @@ class NativeRelayTest {
             Thread.sleep(10);
         }
         assertEquals(0, f.mediation.nativeRelays(), "every native relay ended");
-    }
-
-    /** Reads until the relay is cut: EOF or a reset, within the socket's read timeout. */
-    private static boolean cut(Socket s) {
-        try {
-            return s.getInputStream().read() == -1;
-        } catch (java.net.SocketTimeoutException e) {
-            return false;
-        } catch (IOException e) {
-            return true;
-        }
     }
 }

@@ -23,14 +23,14 @@ import org.junit.jupiter.api.Timeout;
  */
 @Timeout(120)
 class PolicyReloadTest {
-    private static void roundTrip(Socket s) throws IOException {
+    static void roundTrip(Socket s) throws IOException {
         s.getOutputStream().write("ping".getBytes(StandardCharsets.US_ASCII));
         byte[] back = s.getInputStream().readNBytes(4);
         assertEquals("ping", new String(back, StandardCharsets.US_ASCII));
     }
 
     /** Reads until the relay is cut: EOF or a reset, within the socket's read timeout. */
-    private static boolean cut(Socket s) {
+    static boolean cut(Socket s) {
         try {
             return s.getInputStream().read() == -1;
         } catch (java.net.SocketTimeoutException e) {
