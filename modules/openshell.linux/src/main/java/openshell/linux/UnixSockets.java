@@ -111,7 +111,8 @@ public final class UnixSockets {
     }
 
     /**
-     * Accepts one connection on a listening socket, waiting at most {@code timeout}.
+     * Accepts one connection on a listening socket of any family (the runtime's loopback relay
+     * listeners use it too), waiting at most {@code timeout}.
      *
      * @param listener the listening socket
      * @param timeout  the longest wait

@@ -61,12 +61,7 @@ final class SocketCalls {
 
     private static native int listen(int fd, int backlog);
 
-    private static native int accept4(int fd, long address, long lengthAddress, int flags);
-
-    private static native int poll(long fds, long count, int timeoutMillis);
-
     static final int SOCK_CLOEXEC = 0x80000;
-    static final short POLLIN = 1;
 
     /**
      * A listening TCP socket on a loopback address, port chosen by the kernel, as a raw
@@ -92,37 +87,6 @@ final class SocketCalls {
         }
         return listener;
     }
-
-    /**
-     * Accepts one connection, waiting at most {@code millis}.
-     *
-     * @return the accepted socket (close-on-exec), or empty when nothing arrived in time
-     */
-    static Optional<OwnedFd> accept(int listener, int millis) {
-        try (Memory pollfd = new Memory(8)) {
-            pollfd.setInt(0, listener);
-            pollfd.setShort(4, POLLIN);
-            pollfd.setShort(6, (short) 0);
-            int ready = poll(com.sun.jna.Pointer.nativeValue(pollfd), 1, millis);
-            if (ready < 0 && Native.getLastError() != Errno.EINTR) {
-                throw new LinuxException("poll", Native.getLastError(), "loopback listener");
-            }
-            if (ready <= 0) {
-                return Optional.empty();
-            }
-        }
-        int fd = accept4(listener, 0, 0, SOCK_CLOEXEC);
-        if (fd < 0) {
-            int errno = Native.getLastError();
-            if (errno == Errno.EAGAIN || errno == Errno.EINTR || errno == ECONNABORTED) {
-                return Optional.empty();
-            }
-            throw new LinuxException("accept4", errno, "loopback listener");
-        }
-        return Optional.of(OwnedFd.adopt(fd));
-    }
-
-    static final int ECONNABORTED = 103;
 
     /**
      * Connects a descriptor.

@@ -19,6 +19,7 @@ import openshell.isolation.TcpDestination;
 import openshell.linux.Errno;
 import openshell.linux.OwnedFd;
 import openshell.linux.SeccompListener;
+import openshell.linux.UnixSockets;
 
 /**
  * One workload thread blocked in {@code connect()}. Holds a copy of the caller's own socket
@@ -171,7 +172,7 @@ final class TcpOpen implements PendingTcpOpen {
                 if (left <= 0) {
                     throw new BackendException(BackendException.Kind.FAILED, "the workload socket never reached its relay");
                 }
-                Optional<OwnedFd> candidate = SocketCalls.accept(server.value(), (int) Math.min(left, Integer.MAX_VALUE));
+                Optional<OwnedFd> candidate = UnixSockets.accept(server.value(), java.time.Duration.ofMillis(left));
                 if (candidate.isEmpty()) {
                     continue;
                 }
