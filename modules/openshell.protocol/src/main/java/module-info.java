@@ -172,6 +172,13 @@
  *     <td>more operator host aliases are neither minted nor read (BUNDLE_INVALID)</td></tr>
  * <tr><td>LaunchBundles.MAX_UPSTREAM_AUTHORITIES</td><td>64</td><td>minting and the supervisor main</td>
  *     <td>more upstream trust anchors are neither minted nor read (BUNDLE_INVALID)</td></tr>
+ * <tr><td>DescriptorLane.MAX_BODY_BYTES</td><td>16 KiB</td><td>both ends of the descriptor lane</td>
+ *     <td>a larger announcement goes on the PendingConnections stream; a larger frame received
+ *     closes the lane connection</td></tr>
+ * <tr><td>DescriptorLane.TOKEN_BYTES, KEY_BYTES</td><td>16, 32 bytes</td><td>both ends of the
+ *     descriptor lane</td><td>a frame of another length does not decode (INVALID_ARGUMENT)</td></tr>
+ * <tr><td>DescriptorLane.MAX_PATH_BYTES</td><td>107 bytes</td><td>both ends of the descriptor lane</td>
+ *     <td>no lane: everything goes over the link</td></tr>
  * </table>
  */
 @SuppressWarnings("module")

@@ -89,10 +89,16 @@
  * per direction): writes to a workload's socket or stdin happen on the stream's own thread, so a
  * workload that stops reading stalls only its own relay, never control calls, DNS or other
  * relays. A relay completes once both sides sent half_close. Over a Unix link the announcer
- * also connects the supervisor's descriptor channel ({@code HandoffChannel}) and announces each
- * connect with a random token; a decision that allows with {@code handoff} gets the loopback end
- * of the workload's relay passed over that channel instead, and its stream ends: the runtime
- * keeps nothing of the connection (and still has no egress of its own).
+ * also connects the supervisor's descriptor lane ({@code HandoffChannel}, framing in
+ * {@code openshell.protocol.DescriptorLane}) and announces each connect with a random token; a
+ * decision that allows with {@code handoff} gets the loopback end of the workload's relay passed
+ * over the lane instead, and its stream ends: the runtime keeps nothing of the connection (and
+ * still has no egress of its own). When the supervisor's PendingConnections request carries a
+ * lane key, the announcer presents it on the lane and announces TCP connects there (an
+ * announcement over 16 KiB still goes on the stream); their denials and hand-offs come back on
+ * the lane, two datagrams per connect instead of a Relay stream. A lane that ends or carries
+ * anything but a well-formed decision ends the announcer, so its connects fail closed
+ * (MEDIATION_UNAVAILABLE) and the supervisor takes the stream again.
  *
  * <h2>Threads</h2>
  * Anything that blocks in a native call (JNA: pidfd and pipe polls, pipe reads and writes) runs

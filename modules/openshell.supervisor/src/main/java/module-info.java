@@ -27,12 +27,20 @@
  * <h2>Native relay</h2>
  * Over a Unix link the runtime can hand an allowed opaque ({@code tcp}) connection over: the
  * supervisor dials upstream with a raw socket, the runtime passes the loopback end the workload's
- * socket reached over the descriptor channel beside the link ({@code HandoffListener},
+ * socket reached over the descriptor lane beside the link ({@code HandoffListener},
  * {@code SOCK_SEQPACKET} and {@code SCM_RIGHTS}, under a random token announced over the
  * authenticated link), and {@code SpliceRelay} moves the bytes between the two kernel sockets on
  * one thread: no relay byte crosses gRPC or a JVM. Admission, audit ({@code "relay":"native"}),
  * revocation and the relay bound are those of a relay over the link. {@code rest} connections
- * (inspected) and links without a channel keep the relay over the link.
+ * (inspected) and links without a lane keep the relay over the link.
+ *
+ * <p>The lane also carries the decisions of connects: the mediation sends a random lane key in
+ * its PendingConnections request (over the authenticated link); a lane connection that presents
+ * it may announce connects, and their denials and hand-offs go back on that connection
+ * ({@code DescriptorLane}: the same PendingConnection and RelayDecision messages, one datagram
+ * each), so a connect costs no gRPC stream. An allow relayed over the link still opens a Relay
+ * stream. An announcement before the key, a wrong key, or any malformed frame closes the lane
+ * connection, and the runtime fails the connects it announced there closed.
  *
  * <h2>L7, TLS and credentials</h2>
  * A {@code rest} connection is relayed one HTTP/1.1 request at a time (keep-alive and pipelining
@@ -54,9 +62,10 @@
  * <tr><td>{@code SandboxMediation.ACCEPT_POLL}</td><td>500 ms</td><td>the longest an accept loop takes to notice a close</td></tr>
  * <tr><td>{@code SandboxMediation.RELAY_BUFFER_BYTES}</td><td>16 KiB per direction</td><td>the relay waits for the reader (back-pressure)</td></tr>
  * <tr><td>{@code SandboxMediation.HANDOFF_WAIT}</td><td>15 s</td><td>a handed-off connection whose socket did not arrive is dropped (the upstream socket closed)</td></tr>
- * <tr><td>{@code HandoffListener.MAX_CONNECTIONS}</td><td>2 descriptor channels</td><td>a further connection is closed at accept</td></tr>
+ * <tr><td>{@code HandoffListener.MAX_CONNECTIONS}</td><td>2 lane connections</td><td>a further connection is closed at accept</td></tr>
  * <tr><td>{@code HandoffListener.MAX_EXPECTED}</td><td>1024 decisions waiting for a socket</td><td>the open is denied EXHAUSTED</td></tr>
- * <tr><td>{@code HandoffListener.TOKEN_BYTES}</td><td>16</td><td>a message of another length closes its channel</td></tr>
+ * <tr><td>{@code DescriptorLane.TOKEN_BYTES}, {@code KEY_BYTES}</td><td>16, 32</td><td>a socket, failure or key frame of another length closes its lane connection</td></tr>
+ * <tr><td>{@code DescriptorLane.MAX_BODY_BYTES}</td><td>16 KiB</td><td>a larger frame closes its lane connection (the runtime announces a larger connect on the stream)</td></tr>
  * <tr><td>{@code DnsPlane.MAX_IN_FLIGHT}</td><td>64 queries</td><td>the query is refused EXHAUSTED</td></tr>
  * <tr><td>{@code DnsPlane.RESOLVE_ATTEMPTS}</td><td>3, backoff {@code RETRY_BACKOFF} 100 ms doubling</td><td>SERVFAIL</td></tr>
  * <tr><td>{@code DnsPlane.RESOLVE_TIMEOUT}</td><td>5 s per attempt</td><td>the attempt counts as failed</td></tr>

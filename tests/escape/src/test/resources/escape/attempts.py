@@ -89,7 +89,7 @@ if pid == 0:
 _, status = os.waitpid(pid, 0)
 print('exec-during-connect-status', os.waitstatus_to_exitcode(status), flush=True)
 
-# The supervisor's sockets beside the runtime: the link and the descriptor channel the runtime
+# The supervisor's sockets beside the runtime: the link and the descriptor lane the runtime
 # hands relay sockets over. Their directory belongs to the sandbox's mapped root, not to us.
 channel = None
 for p in os.listdir('/proc'):

@@ -31,6 +31,8 @@ public final class UnixSockets {
     static final int SO_PEERCRED = 17;
     static final int SO_COOKIE = 57;
     static final int MSG_NOSIGNAL = 0x4000;
+    static final int SHUT_RDWR = 2;
+    static final int ENOTCONN = 107;
     static final int MSG_CTRUNC = 0x8;
     static final int MSG_TRUNC = 0x20;
     static final int MSG_CMSG_CLOEXEC = 0x40000000;
@@ -264,6 +266,22 @@ public final class UnixSockets {
                 throw new LinuxException("recvmsg", 90, "message or descriptors truncated");
             }
             return Optional.of(new Message(payload.getByteArray(0, (int) n), fds));
+        }
+    }
+
+    /**
+     * Shuts a connected socket down both ways ({@code shutdown(SHUT_RDWR)}): a reader blocked on it
+     * wakes to end of stream, and so does the peer, while the descriptor stays ours to close (a
+     * number closed under another thread's poll could be reused meanwhile).
+     *
+     * @param socket a connected socket
+     */
+    public static void shutdown(int socket) {
+        if (LibC.shutdown(socket, SHUT_RDWR) != 0) {
+            int errno = LibC.errno();
+            if (errno != ENOTCONN) {
+                throw LinuxException.of("shutdown", errno);
+            }
         }
     }
 

@@ -36,8 +36,10 @@ import openshell.isolation.PendingTcpOpen;
 import openshell.isolation.ProcessSignal;
 import openshell.isolation.TerminalSize;
 import openshell.isolation.WorkloadTrust;
+import openshell.linux.LinuxException;
 import openshell.protocol.ControlLedger;
 import openshell.protocol.CreditedStream;
+import openshell.protocol.DescriptorLane;
 import openshell.protocol.ExecAdmission;
 import openshell.protocol.ProtocolException;
 import openshell.protocol.wire.AttachRequest;
@@ -59,6 +61,7 @@ import openshell.protocol.wire.PortForwardRequest;
 import openshell.protocol.wire.PortForwardResult;
 import openshell.protocol.wire.ProcessInput;
 import openshell.protocol.wire.ProcessOutput;
+import openshell.protocol.wire.RelayDecision;
 import openshell.protocol.wire.RelayDown;
 import openshell.protocol.wire.RelayUp;
 import openshell.protocol.wire.ResizeRequest;
@@ -115,10 +118,12 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
     private final AtomicBoolean announcing = new AtomicBoolean();
     private final AtomicBoolean answeringDns = new AtomicBoolean();
     private final Map<String, ByteChannel> forwards = new ConcurrentHashMap<>();
-    /** Tokens of announced connections the supervisor may take over the descriptor channel. */
+    /** Tokens of announced connections the supervisor may take over the descriptor lane. */
     private final Map<String, byte[]> handoffTokens = new ConcurrentHashMap<>();
     private final Optional<java.nio.file.Path> linkSocket;
-    /** The descriptor channel of the current announcer, if it has one. */
+    /** Where DNS answers that come on the lane go: the current Dns stream's waiting queries. */
+    private volatile java.util.function.Consumer<DnsAnswer> laneAnswers = answer -> { };
+    /** The descriptor lane of the current announcer, if it has one. */
     private volatile Optional<HandoffChannel> handoff = Optional.empty();
 
     RuntimeService(RuntimeControl control, long generation, Clock clock) {
@@ -127,7 +132,7 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
 
     /**
      * @param linkSocket the Unix link's socket file, beside which the supervisor may offer a
-     *                   descriptor channel ({@link HandoffChannel}); empty for none
+     *                   descriptor lane ({@link HandoffChannel}); empty for none
      */
     RuntimeService(RuntimeControl control, long generation, Clock clock, Optional<java.nio.file.Path> linkSocket) {
         this.control = control;
@@ -485,10 +490,14 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
         Thread.ofVirtual().name("pending-connections").start(() -> {
             Optional<HandoffChannel> channel = linkSocket.flatMap(HandoffChannel::connect);
             handoff = channel;
+            AtomicBoolean laneLost = new AtomicBoolean();
+            boolean keyed = channel.isPresent() && keyLane(channel.get(), request, laneLost);
             try {
                 // Also ends when supervision is gone (the link dropped, or the supervisor ended its
-                // DNS stream): a cancel of a dead link's call may never arrive.
-                while (!call.isCancelled() && control.supervised()) {
+                // DNS stream): a cancel of a dead link's call may never arrive. A keyed lane that
+                // ended ends it too: connects announced there would wait for decisions that cannot
+                // come, so they fail closed below and the supervisor takes the stream again.
+                while (!call.isCancelled() && control.supervised() && !laneLost.get()) {
                     Optional<PendingTcpOpen> next = control.mediation().acceptTcp(MEDIATION_POLL);
                     if (next.isEmpty()) {
                         continue;
@@ -511,7 +520,13 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
                             .setExecutable(r.identity().path());
                     case IdentityResolution.Unresolved u -> announced.setUnresolvedReason(u.reason());
                     }
-                    observer.onNext(announced.build());
+                    PendingConnection message = announced.build();
+                    if (!(keyed && open instanceof TcpOpen && channel.get().announce(message))) {
+                        observer.onNext(message);
+                    }
+                }
+                if (laneLost.get()) {
+                    observer.onCompleted();
                 }
             } catch (RuntimeException e) {
                 LOGGER.log(System.Logger.Level.WARNING, "announcing pending connections stopped: " + e);
@@ -534,6 +549,109 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
                 channel.ifPresent(HandoffChannel::close);
             }
         });
+    }
+
+    /**
+     * Presents the supervisor's lane key, if its request carries one, so connects are announced
+     * and decided on the lane; a lane that cannot be keyed leaves them on the stream.
+     *
+     * @return whether the lane is keyed
+     */
+    private boolean keyLane(HandoffChannel channel, PendingConnectionsRequest request, AtomicBoolean lost) {
+        if (request.getLaneKey().size() != DescriptorLane.KEY_BYTES) {
+            return false;
+        }
+        try {
+            channel.key(request.getLaneKey().toByteArray(), new HandoffChannel.Receiver() {
+                @Override
+                public void decision(RelayDecision decision) {
+                    laneDecision(decision);
+                }
+
+                @Override
+                public void answer(DnsAnswer answer) {
+                    laneAnswers.accept(answer);
+                }
+            }, () -> lost.set(true));
+            return true;
+        } catch (LinuxException e) {
+            LOGGER.log(System.Logger.Level.INFO, "the descriptor lane could not be keyed (" + e.getMessage()
+                    + "): connects are announced on the stream");
+            return false;
+        }
+    }
+
+    /**
+     * Asks a DNS query on the keyed lane, if there is one; its answer comes back on the lane.
+     *
+     * @return false when it must go on the Dns stream (no keyed lane, too large, the lane failed)
+     */
+    private boolean askOnLane(DnsQuery query) {
+        Optional<HandoffChannel> lane = handoff;
+        if (lane.isEmpty() || !lane.get().keyed()) {
+            return false;
+        }
+        try {
+            return lane.get().query(query);
+        } catch (LinuxException e) {
+            // The lane is ending (its announcer fails its connects closed): this one goes on the stream.
+            return false;
+        }
+    }
+
+    /**
+     * A decision that came on the lane (on its reader thread, which must not block): a denial is
+     * answered at once; an allow with handoff passes the socket on its own thread. Any other allow
+     * comes as a Relay stream's first message, so one here fails closed. A decision for a connection
+     * no longer pending (decided on a stream, expired, gone) changes nothing.
+     */
+    private void laneDecision(RelayDecision decision) {
+        String id = decision.getConnectionId();
+        PendingTcpOpen open = pendingOpens.remove(id);
+        byte[] token = handoffTokens.remove(id);
+        if (open == null) {
+            LOGGER.log(System.Logger.Level.DEBUG, "a lane decision for " + id + ", which is not pending");
+            return;
+        }
+        try {
+            if (!decision.getAllow()) {
+                open.deny(denyReason(decision.getDenyErrno()));
+            } else if (!decision.getHandoff()) {
+                LOGGER.log(System.Logger.Level.WARNING, "a lane allow without handoff for " + id + ": denied");
+                open.deny(DenyReason.MEDIATION_UNAVAILABLE);
+            } else {
+                Thread.ofVirtual().name("handoff-" + id).start(() -> {
+                    try {
+                        handOff(open, token);
+                    } catch (BackendException e) {
+                        LOGGER.log(System.Logger.Level.DEBUG, "handoff of " + id + " failed: " + e.getMessage());
+                    }
+                });
+            }
+        } catch (BackendException alreadyDecided) {
+            LOGGER.log(System.Logger.Level.DEBUG, "lane decision for " + id + ": " + alreadyDecided.getMessage());
+        }
+    }
+
+    /**
+     * Passes an allowed connection's relay socket to the supervisor over the lane, under its
+     * announced token. Without a token, a lane, or a socket of ours to pass, the connect fails
+     * closed; a failed hand-off is reported on the lane so the supervisor stops waiting.
+     *
+     * @throws BackendException when the connection could not be handed off (its caller got an error)
+     */
+    private void handOff(PendingTcpOpen open, byte[] token) {
+        Optional<HandoffChannel> channel = handoff;
+        if (token == null || channel.isEmpty() || !(open instanceof TcpOpen tcp)) {
+            open.deny(DenyReason.MEDIATION_UNAVAILABLE);
+            throw new BackendException(BackendException.Kind.INVALID, "a handoff for a connection announced without a descriptor lane");
+        }
+        try {
+            tcp.handOff(fd -> channel.get().send(token, fd));
+        } catch (BackendException e) {
+            channel.get().failed(token);
+            throw e;
+        }
     }
 
     /**
@@ -631,18 +749,12 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
 
             /**
              * An allowed connection the supervisor relays itself: the workload's relay socket goes
-             * over the descriptor channel under the announced token, and the stream ends. Without a
+             * over the descriptor lane under the announced token, and the stream ends. Without a
              * token, a channel, or a socket of ours to pass, the connect fails closed.
              */
             private void handOff(PendingTcpOpen open, byte[] token, CreditedStream<RelayUp, RelayDown> stream) {
-                Optional<HandoffChannel> channel = handoff;
-                if (token == null || channel.isEmpty() || !(open instanceof TcpOpen tcp)) {
-                    open.deny(DenyReason.MEDIATION_UNAVAILABLE);
-                    stream.fail(Status.FAILED_PRECONDITION.withDescription("INVALID: a handoff for a connection announced without a descriptor channel"));
-                    return;
-                }
                 try {
-                    tcp.handOff(fd -> channel.get().send(token, fd));
+                    RuntimeService.this.handOff(open, token);
                 } catch (BackendException e) {
                     stream.fail(status(e));
                     return;
@@ -720,6 +832,18 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
         AtomicLong ids = new AtomicLong();
         AtomicBoolean open = new AtomicBoolean(true);
         ServerCallStreamObserver<DnsQuery> call = (ServerCallStreamObserver<DnsQuery>) queries;
+        java.util.function.Consumer<DnsAnswer> deliver = answer -> {
+            PendingDnsQuery query = waiting.remove(answer.getQueryId());
+            if (query == null) {
+                return;
+            }
+            if (answer.hasMessage()) {
+                query.answer(answer.getMessage().toByteArray());
+            } else {
+                query.refuse(parseReason(answer.getDenyReason()));
+            }
+        };
+        laneAnswers = deliver;
         control.supervision(true);
         Thread.ofVirtual().name("dns-plane").start(() -> {
             try {
@@ -735,8 +859,11 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
                     case IdentityResolution.Resolved r -> query.setIdentity(identity(r.identity()));
                     case IdentityResolution.Unresolved u -> query.setUnresolvedReason(u.reason());
                     }
-                    synchronized (queries) {
-                        queries.onNext(query.build());
+                    DnsQuery built = query.build();
+                    if (!askOnLane(built)) {
+                        synchronized (queries) {
+                            queries.onNext(built);
+                        }
                     }
                 }
             } catch (RuntimeException e) {
@@ -747,6 +874,7 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
                 // gone as a decider, so egress stops as when PendingConnections ends.
                 control.supervision(false);
                 open.set(false);
+                laneAnswers = answer -> { };
                 answeringDns.set(false);
                 waiting.values().forEach(q -> q.refuse(DenyReason.MEDIATION_UNAVAILABLE));
                 waiting.clear();
@@ -755,15 +883,7 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
         return new StreamObserver<>() {
             @Override
             public void onNext(DnsAnswer answer) {
-                PendingDnsQuery query = waiting.remove(answer.getQueryId());
-                if (query == null) {
-                    return;
-                }
-                if (answer.hasMessage()) {
-                    query.answer(answer.getMessage().toByteArray());
-                } else {
-                    query.refuse(parseReason(answer.getDenyReason()));
-                }
+                deliver.accept(answer);
             }
 
             @Override

@@ -4,7 +4,7 @@ import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 
 /**
- * A pending connect whose workload socket the runtime can pass over the descriptor channel
+ * A pending connect whose workload socket the runtime can pass over the descriptor lane
  * ({@link HandoffListener}), so the supervisor relays it natively. Only the OpenShell runtime
  * backend's opens are; every other open is relayed through {@code PendingTcpOpen.allow()}.
  */

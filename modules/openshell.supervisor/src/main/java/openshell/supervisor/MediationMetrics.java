@@ -23,11 +23,28 @@ final class MediationMetrics {
     private final LongAdder[] latency = new LongAdder[LATENCY_BUCKETS.length + 1];
     private final LongAdder latencyCount = new LongAdder();
     private final LongAdder latencyNanos = new LongAdder();
+    private final LongAdder laneAnnouncements = new LongAdder();
+    private final LongAdder laneQueries = new LongAdder();
 
     MediationMetrics() {
         for (int i = 0; i < latency.length; i++) {
             latency[i] = new LongAdder();
         }
+    }
+
+    /** A connect announced on the descriptor lane. */
+    void laneAnnouncement() {
+        laneAnnouncements.increment();
+    }
+
+    /** A DNS query asked on the descriptor lane. */
+    void laneQuery() {
+        laneQueries.increment();
+    }
+
+    /** @return connects announced and DNS queries asked on the descriptor lane so far */
+    long[] laneFrames() {
+        return new long[] {laneAnnouncements.sum(), laneQueries.sum()};
     }
 
     /** @param kind connect, request or dns; @param outcome allow, deny or a supervisor outcome */
@@ -89,6 +106,10 @@ final class MediationMetrics {
         dns.entrySet().stream().sorted(Map.Entry.comparingByKey()).forEach(e ->
                 s.append("openshell_dns_queries_total{outcome=\"").append(e.getKey()).append("\"} ")
                         .append(e.getValue().sum()).append('\n'));
+        s.append("# HELP openshell_lane_messages_total Connects and DNS queries that came on the descriptor lane.\n");
+        s.append("# TYPE openshell_lane_messages_total counter\n");
+        s.append("openshell_lane_messages_total{kind=\"connect\"} ").append(laneAnnouncements.sum()).append('\n');
+        s.append("openshell_lane_messages_total{kind=\"dns\"} ").append(laneQueries.sum()).append('\n');
         s.append("# HELP openshell_relayed_bytes_total Bytes relayed by direction.\n# TYPE openshell_relayed_bytes_total counter\n");
         s.append("openshell_relayed_bytes_total{direction=\"out\"} ").append(bytesOut.sum()).append('\n');
         s.append("openshell_relayed_bytes_total{direction=\"in\"} ").append(bytesIn.sum()).append('\n');

@@ -43,10 +43,12 @@ import openshell.protocol.wire.RelayUp;
 /**
  * The runtime's mediation as the supervisor sees it: pending TCP opens arrive on the
  * PendingConnections stream and each is decided on its own Relay stream (the first message is
- * the decision); DNS queries arrive on the Dns stream and are answered on it. Anything that
- * cannot be queued or decided is denied, never let through.
+ * the decision); DNS queries arrive on the Dns stream and are answered on it. With a descriptor
+ * lane ({@link #useLane}), opens arrive and are denied or handed off on the lane instead, and only
+ * an allow relayed over the link opens a Relay stream. Anything that cannot be queued or decided
+ * is denied, never let through.
  */
-final class RemoteMediation implements NetworkMediationSource {
+final class RemoteMediation implements NetworkMediationSource, LaneSource {
     /** Pending opens and DNS queries queued for the supervisor's accept loops, each. */
     static final int MAX_QUEUED = 256;
     /** Pause before a mediation stream that ended while the link is up is taken again. */
@@ -68,16 +70,100 @@ final class RemoteMediation implements NetworkMediationSource {
     private final java.util.concurrent.atomic.AtomicInteger reopens = new java.util.concurrent.atomic.AtomicInteger();
     private final AtomicReference<ClientCallStreamObserver<?>> announcements = new AtomicReference<>();
     private final AtomicReference<StreamObserver<DnsAnswer>> answers = new AtomicReference<>();
+    /** Set once the PendingConnections stream was first taken (by {@link #useLane} or the first accept). */
+    private final AtomicBoolean announcing = new AtomicBoolean();
+    /** The lane key the PendingConnections request carries; empty without a lane. */
+    private volatile byte[] laneKey = new byte[0];
 
+    /** Takes the Dns stream now, and the PendingConnections stream at {@link #useLane} or the first accept. */
     RemoteMediation(RemoteCalls calls) {
         this.calls = calls;
-        announce();
         answer();
+    }
+
+    /**
+     * Opens the descriptor lane for this mediation's announcements and takes the
+     * PendingConnections stream with its key, so the runtime announces connects on the lane.
+     *
+     * @throws SupervisorException when announcements already started without the lane
+     */
+    @Override
+    public void useLane(HandoffListener lane, MediationMetrics metrics) {
+        if (announcing.get()) {
+            throw new SupervisorException("the descriptor lane must be offered before announcements start");
+        }
+        laneKey = lane.openLane(new HandoffListener.LaneHandler() {
+            @Override
+            public void announced(PendingConnection announced, HandoffListener.LaneReply reply) {
+                metrics.laneAnnouncement();
+                laneAnnounced(announced, reply);
+            }
+
+            @Override
+            public void query(DnsQuery query, HandoffListener.LaneReply reply) {
+                metrics.laneQuery();
+                laneQuery(query, reply);
+            }
+        });
+        startAnnouncing();
+    }
+
+    /** Takes the PendingConnections stream, once (without a lane unless {@link #useLane} came first). */
+    void startAnnouncing() {
+        if (announcing.compareAndSet(false, true)) {
+            announce();
+        }
+    }
+
+    /** A DNS query asked on the lane: queued like one from the stream, answered back on the lane. */
+    private void laneQuery(DnsQuery query, HandoffListener.LaneReply reply) {
+        reopens.set(0);
+        RemoteDnsQuery pending = new RemoteDnsQuery(query, answer -> {
+            if (!openshell.protocol.DescriptorLane.fits(openshell.protocol.DescriptorLane.Kind.ANSWER, answer.getSerializedSize())) {
+                // Too large for a frame: the runtime takes an answer from the Dns stream as well.
+                answerOnStream(answer);
+                return;
+            }
+            try {
+                reply.answer(answer);
+            } catch (SupervisorException e) {
+                throw new BackendException(BackendException.Kind.UNAVAILABLE, e.getMessage(), e);
+            }
+        });
+        if (!open.get() || !queries.offer(pending)) {
+            pending.refuse(DenyReason.EXHAUSTED);
+        }
+    }
+
+    private void answerOnStream(DnsAnswer answer) {
+        StreamObserver<DnsAnswer> stream = answers.get();
+        if (stream == null) {
+            throw new BackendException(BackendException.Kind.UNAVAILABLE, "the DNS stream is not open");
+        }
+        synchronized (stream) {
+            stream.onNext(answer);
+        }
+    }
+
+    /** A connect announced on the lane: queued like one from the stream, decided back on the lane. */
+    private void laneAnnounced(PendingConnection announced, HandoffListener.LaneReply reply) {
+        reopens.set(0);
+        RemoteOpen pending;
+        try {
+            pending = new RemoteOpen(announced, reply);
+        } catch (BackendException e) {
+            reply.decide(RelayDecision.newBuilder().setConnectionId(announced.getConnectionId()).setAllow(false)
+                    .setDenyErrno(EACCES).build());
+            return;
+        }
+        if (!open.get() || !opens.offer(pending)) {
+            pending.deny(DenyReason.EXHAUSTED);
+        }
     }
 
     /** Takes the PendingConnections stream; {@link #reopen} takes it again if it ends while the link is up. */
     private void announce() {
-        calls.async().pendingConnections(PendingConnectionsRequest.getDefaultInstance(),
+        calls.async().pendingConnections(PendingConnectionsRequest.newBuilder().setLaneKey(ByteString.copyFrom(laneKey)).build(),
                 new io.grpc.stub.ClientResponseObserver<PendingConnectionsRequest, PendingConnection>() {
                     @Override
                     public void beforeStart(ClientCallStreamObserver<PendingConnectionsRequest> requestStream) {
@@ -113,7 +199,15 @@ final class RemoteMediation implements NetworkMediationSource {
             @Override
             public void onNext(DnsQuery query) {
                 reopens.set(0);
-                RemoteDnsQuery pending = new RemoteDnsQuery(query, stream::get);
+                RemoteDnsQuery pending = new RemoteDnsQuery(query, answer -> {
+                    StreamObserver<DnsAnswer> s = stream.get();
+                    if (s == null) {
+                        throw new BackendException(BackendException.Kind.UNAVAILABLE, "the DNS stream is not open yet");
+                    }
+                    synchronized (s) {
+                        s.onNext(answer);
+                    }
+                });
                 if (!open.get() || !queries.offer(pending)) {
                     pending.refuse(DenyReason.EXHAUSTED);
                 }
@@ -177,6 +271,7 @@ final class RemoteMediation implements NetworkMediationSource {
      */
     @Override
     public Optional<PendingTcpOpen> acceptTcp(Duration timeout) {
+        startAnnouncing();
         Optional<RemoteOpen> next = take(opens, timeout);
         next.ifPresent(RemoteOpen::openRelayEarly);
         return next.map(PendingTcpOpen.class::cast);
@@ -228,7 +323,13 @@ final class RemoteMediation implements NetworkMediationSource {
         }
         List<RemoteOpen> left = new ArrayList<>();
         opens.drainTo(left);
-        left.forEach(o -> o.deny(DenyReason.MEDIATION_UNAVAILABLE));
+        left.forEach(o -> {
+            try {
+                o.deny(DenyReason.MEDIATION_UNAVAILABLE);
+            } catch (BackendException e) {
+                // Its lane is gone: the runtime fails what it announced there closed itself.
+            }
+        });
         List<PendingDnsQuery> leftQueries = new ArrayList<>();
         queries.drainTo(leftQueries);
         leftQueries.forEach(q -> q.refuse(DenyReason.MEDIATION_UNAVAILABLE));
@@ -295,7 +396,7 @@ final class RemoteMediation implements NetworkMediationSource {
 
         /**
          * Sends the allowing decision with a handoff and ends the upload: no bytes cross this
-         * stream; the runtime passes the socket over the descriptor channel and ends the stream.
+         * stream; the runtime passes the socket over the descriptor lane and ends the stream.
          *
          * @return completes when the runtime ended the stream, exceptionally when it failed it
          */
@@ -362,9 +463,14 @@ final class RemoteMediation implements NetworkMediationSource {
         };
     }
 
-    /** One announced connect, decided once on its own relay stream. */
+    /**
+     * One announced connect, decided once: on its own relay stream, or, when it came on the lane,
+     * denied or handed off on the lane (only an allow relayed over the link opens a stream).
+     */
     private final class RemoteOpen implements PendingTcpOpen, HandoffCapable {
         private final PendingConnection announced;
+        /** The lane it came on; null when it came on the stream. */
+        private final HandoffListener.LaneReply lane;
         private final TcpDestination destination;
         private final IdentityResolution identity;
         private final SocketIdentity socket;
@@ -374,7 +480,12 @@ final class RemoteMediation implements NetworkMediationSource {
         private final java.util.concurrent.CompletableFuture<RelayStream> relay = new java.util.concurrent.CompletableFuture<>();
 
         RemoteOpen(PendingConnection announced) {
+            this(announced, null);
+        }
+
+        RemoteOpen(PendingConnection announced, HandoffListener.LaneReply lane) {
             this.announced = announced;
+            this.lane = lane;
             this.destination = new TcpDestination(address(announced), announced.getDestinationPort());
             this.identity = RemoteMediation.identity(announced.hasIdentity(), announced.getIdentity(), announced.getUnresolvedReason());
             this.socket = new SocketIdentity(announced.getSocketInode());
@@ -405,7 +516,7 @@ final class RemoteMediation implements NetworkMediationSource {
 
         /** Starts opening the decision's Relay stream on its own thread; the decision waits for it. */
         void openRelayEarly() {
-            if (relayOpening.compareAndSet(false, true)) {
+            if (lane == null && relayOpening.compareAndSet(false, true)) {
                 Thread.ofVirtual().name("relay-open-" + announced.getConnectionId()).start(this::openRelayNow);
             }
         }
@@ -467,12 +578,32 @@ final class RemoteMediation implements NetworkMediationSource {
                         + " was announced without a handoff token");
             }
             decideOnce();
+            if (lane != null) {
+                decideOnLane(RelayDecision.newBuilder().setConnectionId(announced.getConnectionId()).setAllow(true)
+                        .setHandoff(true).build());
+                // A failed hand-off comes as the lane's FAILED frame, which ends the socket's wait.
+                return new java.util.concurrent.CompletableFuture<>();
+            }
             return relayStream().handOff();
+        }
+
+        private void decideOnLane(RelayDecision decision) {
+            try {
+                lane.decide(decision);
+            } catch (SupervisorException e) {
+                throw new BackendException(BackendException.Kind.UNAVAILABLE, e.getMessage(), e);
+            }
         }
 
         @Override
         public void deny(DenyReason reason) {
             decideOnce();
+            if (lane != null) {
+                // If the lane is gone the runtime fails every connect it announced there closed.
+                decideOnLane(RelayDecision.newBuilder().setConnectionId(announced.getConnectionId()).setAllow(false)
+                        .setDenyErrno(errno(reason)).build());
+                return;
+            }
             if (!relayOpening.compareAndSet(false, true)) {
                 // Taken by a decider: its stream is open (or opening) and carries the denial.
                 relayStream().deny(errno(reason));
@@ -569,15 +700,18 @@ final class RemoteMediation implements NetworkMediationSource {
         }
     }
 
-    /** One DNS query, answered once on the DNS stream. */
+    /** One DNS query, answered once on the Dns stream or the lane it came on. */
     private static final class RemoteDnsQuery implements PendingDnsQuery {
         private final DnsQuery query;
-        private final java.util.function.Supplier<StreamObserver<DnsAnswer>> answers;
+        private final java.util.function.Consumer<DnsAnswer> answers;
         private final IdentityResolution identity;
         private final AtomicBoolean answered = new AtomicBoolean();
 
-        // A supplier: the first query can arrive before the call that opened the stream returned.
-        RemoteDnsQuery(DnsQuery query, java.util.function.Supplier<StreamObserver<DnsAnswer>> answers) {
+        /**
+         * @param answers sends the answer where the query came from (for the stream, looked up at
+         *                answer time: the first query can arrive before the call that opened it returned)
+         */
+        RemoteDnsQuery(DnsQuery query, java.util.function.Consumer<DnsAnswer> answers) {
             this.query = query;
             this.answers = answers;
             this.identity = RemoteMediation.identity(query.hasIdentity(), query.getIdentity(), query.getUnresolvedReason());
@@ -597,13 +731,7 @@ final class RemoteMediation implements NetworkMediationSource {
             if (!answered.compareAndSet(false, true)) {
                 throw new BackendException(BackendException.Kind.INVALID, "DNS query " + query.getQueryId() + " is already answered");
             }
-            StreamObserver<DnsAnswer> stream = answers.get();
-            if (stream == null) {
-                throw new BackendException(BackendException.Kind.UNAVAILABLE, "the DNS stream is not open yet");
-            }
-            synchronized (stream) {
-                stream.onNext(answer);
-            }
+            answers.accept(answer);
         }
 
         @Override

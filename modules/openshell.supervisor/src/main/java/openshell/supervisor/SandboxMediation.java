@@ -83,7 +83,7 @@ final class SandboxMediation implements AutoCloseable {
     private final DnsPlane dns;
     private final InterceptionAuthority authority;
     private final SSLContext upstreamTlsContext;
-    /** The descriptor channel and the native relay its sockets go to; both null without a channel. */
+    /** The descriptor lane and the native relay its sockets go to; both null without a channel. */
     private final HandoffListener handoff;
     private final SpliceRelay splice;
     private volatile boolean running;
@@ -128,6 +128,10 @@ final class SandboxMediation implements AutoCloseable {
             throw new SupervisorException("mediation was already started");
         }
         this.source = source;
+        if (handoff != null && source instanceof LaneSource laned) {
+            // Before the accept loop's first accept: the first announcement can already use the lane.
+            laned.useLane(handoff, metrics);
+        }
         running = true;
         policies.onChange(this::recheckAll);
         tcpLoop = Thread.ofPlatform().daemon().name("mediation-tcp-" + sandbox).start(this::acceptTcp);
@@ -263,7 +267,7 @@ final class SandboxMediation implements AutoCloseable {
 
     /**
      * Relays an opaque connection outside both JVMs' byte paths: the upstream socket is dialled
-     * raw, the runtime passes the workload's relay socket over the descriptor channel, and
+     * raw, the runtime passes the workload's relay socket over the descriptor lane, and
      * {@link SpliceRelay} moves the bytes between the two kernel sockets. Admission, audit,
      * revocation and the relay bound are the same as for a relay over the link.
      */
@@ -538,7 +542,7 @@ final class SandboxMediation implements AutoCloseable {
         return RELAY_BUFFER_BYTES;
     }
 
-    /** @return native relays open now (for leak checks); 0 without a descriptor channel */
+    /** @return native relays open now (for leak checks); 0 without a descriptor lane */
     int nativeRelays() {
         return splice == null ? 0 : splice.open();
     }
@@ -600,7 +604,7 @@ final class SandboxMediation implements AutoCloseable {
         }
 
         /**
-         * The descriptor channel beside a Unix link: opaque connections announced with a token are
+         * The descriptor lane beside a Unix link: opaque connections announced with a token are
          * then relayed natively. The mediation owns it from here (closes it).
          */
         Builder handoff(HandoffListener v) {

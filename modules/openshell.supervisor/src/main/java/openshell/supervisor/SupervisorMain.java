@@ -335,6 +335,9 @@ public final class SupervisorMain {
                     out.flush();
                     ExitStatus status = running.get().agent().awaitExit();
                     err.println("openshell-supervisor: the agent ended: " + status);
+                    long[] lane = live.metrics().laneFrames();
+                    err.println("openshell-supervisor: the descriptor lane carried " + lane[0] + " connects and "
+                            + lane[1] + " DNS queries");
                     // Its last lines reach the gateway before the session closes (bounded).
                     agentLog.ifPresent(log -> awaitQuietly(log.ended(), AGENT_LOG_DRAIN));
                     return switch (status) {
@@ -386,7 +389,7 @@ public final class SupervisorMain {
         }
 
         /**
-         * The descriptor channel beside the link, for the runtime to pass opaque connections'
+         * The descriptor lane beside the link, for the runtime to pass opaque connections'
          * sockets on (relayed natively then). Without one, everything is relayed over the link, so
          * a failure here costs speed, not safety: it is reported and the sandbox runs on.
          */
@@ -403,7 +406,7 @@ public final class SupervisorMain {
                 return listener;
             } catch (IOException | RuntimeException e) {
                 listener.ifPresent(HandoffListener::close);
-                err.println("openshell-supervisor: no descriptor channel, relays use the link: " + e.getMessage());
+                err.println("openshell-supervisor: no descriptor lane, relays use the link: " + e.getMessage());
                 return Optional.empty();
             }
         }

@@ -68,7 +68,8 @@ final class TestMediationSource implements NetworkMediationSource {
         if (handoffChannel == null) {
             handoffChannel = openshell.linux.UnixSockets.connectSeqpacket(handoffPath);
         }
-        openshell.linux.UnixSockets.send(handoffChannel.value(), token, fd);
+        openshell.linux.UnixSockets.send(handoffChannel.value(),
+                new openshell.protocol.DescriptorLane.Frame(openshell.protocol.DescriptorLane.Kind.SOCKET, token).encode(), fd);
     }
 
     /** Queues a connect() of the workload and returns its handle. */
@@ -92,7 +93,7 @@ final class TestMediationSource implements NetworkMediationSource {
      */
     static final class HandedOpen extends Open implements HandoffCapable {
         private final TestMediationSource source;
-        private final byte[] token = new byte[HandoffListener.TOKEN_BYTES];
+        private final byte[] token = new byte[openshell.protocol.DescriptorLane.TOKEN_BYTES];
         /** Which way the decision went: true for a handoff, false for allow(). */
         final CompletableFuture<Boolean> handedOff = new CompletableFuture<>();
 

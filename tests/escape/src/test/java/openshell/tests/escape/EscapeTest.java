@@ -101,7 +101,7 @@ class EscapeTest {
         e.put("runtime-listeners", "NONE");
         e.put("exec-during-connect", "REPLACED");
         e.put("exec-during-connect-status", "0");
-        // The supervisor's link and descriptor channel: in a directory of the sandbox's mapped root.
+        // The supervisor's link and descriptor lane: in a directory of the sandbox's mapped root.
         e.put("link-socket", "EACCES");
         e.put("descriptor-channel", "EACCES");
         // exec of a setuid-root program: no_new_privs (and an owner unmapped in the sandbox) keep the workload's uid.

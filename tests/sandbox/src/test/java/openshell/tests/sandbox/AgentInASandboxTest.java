@@ -179,6 +179,22 @@ class AgentInASandboxTest {
             assertTrue(audit.stream().anyMatch(l -> l.contains("\"decision\":\"deny\"") && l.contains("/forbidden")), audit.toString());
             assertTrue(audit.stream().anyMatch(l -> l.contains("\"decision\":\"allow\"") && l.contains("\"relay\":\"native\"")
                     && l.contains("python3")), audit.toString());
+
+            // The connects and the DNS query were announced and decided on the descriptor lane, not
+            // on a gRPC stream each (the supervisor reports the lane's count when the agent ended).
+            long laneDeadline = System.nanoTime() + AGENT_WAIT.toNanos();
+            java.util.Optional<String> laneLine = java.util.Optional.empty();
+            while (laneLine.isEmpty() && System.nanoTime() < laneDeadline) {
+                laneLine = text(supervisorLog).lines().filter(l -> l.contains("the descriptor lane carried")).findFirst();
+                if (laneLine.isEmpty()) {
+                    Thread.sleep(200);
+                }
+            }
+            java.util.regex.Matcher lane = java.util.regex.Pattern.compile("carried (\\d+) connects and (\\d+) DNS queries")
+                    .matcher(laneLine.orElse(""));
+            assertTrue(lane.find(), "no lane count in the supervisor's log" + logs);
+            assertTrue(Long.parseLong(lane.group(1)) >= 3, laneLine.get());
+            assertTrue(Long.parseLong(lane.group(2)) >= 1, laneLine.get());
         } finally {
             driver.delete(id, provisioned.state());
             upstream.stop(0);
