@@ -121,12 +121,7 @@ final class HandoffChannel implements AutoCloseable {
      * @throws LinuxException when the lane is gone
      */
     boolean announce(PendingConnection announced) {
-        byte[] body = announced.toByteArray();
-        if (!DescriptorLane.fits(DescriptorLane.Kind.ANNOUNCE, body.length)) {
-            return false;
-        }
-        sendFrame(new DescriptorLane.Frame(DescriptorLane.Kind.ANNOUNCE, body));
-        return true;
+        return sendIfFits(DescriptorLane.Kind.ANNOUNCE, announced.toByteArray());
     }
 
     /**
@@ -137,11 +132,14 @@ final class HandoffChannel implements AutoCloseable {
      * @throws LinuxException when the lane is gone
      */
     boolean query(DnsQuery query) {
-        byte[] body = query.toByteArray();
-        if (!DescriptorLane.fits(DescriptorLane.Kind.QUERY, body.length)) {
+        return sendIfFits(DescriptorLane.Kind.QUERY, query.toByteArray());
+    }
+
+    private boolean sendIfFits(DescriptorLane.Kind kind, byte[] body) {
+        if (!DescriptorLane.fits(kind, body.length)) {
             return false;
         }
-        sendFrame(new DescriptorLane.Frame(DescriptorLane.Kind.QUERY, body));
+        sendFrame(new DescriptorLane.Frame(kind, body));
         return true;
     }
 

@@ -4,10 +4,10 @@ import java.io.StringWriter;
 import java.net.InetAddress;
 import java.time.Instant;
 
-import jakarta.json.Json;
 import jakarta.json.JsonArrayBuilder;
 import jakarta.json.JsonObjectBuilder;
 import jakarta.json.JsonWriter;
+import jakarta.json.spi.JsonProvider;
 import openshell.isolation.BinaryIdentity;
 import openshell.isolation.Executable;
 import openshell.isolation.IdentityResolution;
@@ -18,7 +18,14 @@ import openshell.policy.Decision;
  * strings, bodies or credential values, so a line cannot carry a secret.
  */
 final class AuditLine {
-    private final JsonObjectBuilder json = Json.createObjectBuilder();
+    /**
+     * The JSON provider, looked up once: {@code Json.createObjectBuilder()} and its siblings look
+     * the provider up through a ServiceLoader and build a new one on every call: the largest Java
+     * cost of a mediated connect in the supervisor (JFR, 2026-11-30; tests/perf/README.md).
+     */
+    static final JsonProvider JSON = JsonProvider.provider();
+
+    private final JsonObjectBuilder json = JSON.createObjectBuilder();
 
     private AuditLine(Instant time, String sandbox, String kind, long generation) {
         json.add("time", time.toString()).add("sandbox", sandbox).add("kind", kind).add("generation", generation);
@@ -51,7 +58,7 @@ final class AuditLine {
         switch (who) {
             case IdentityResolution.Resolved(BinaryIdentity id) -> {
                 json.add("binary", executable(id.executable()));
-                JsonArrayBuilder ancestors = Json.createArrayBuilder();
+                JsonArrayBuilder ancestors = JSON.createArrayBuilder();
                 id.ancestors().forEach(e -> ancestors.add(executable(e)));
                 json.add("ancestors", ancestors);
             }
@@ -61,7 +68,7 @@ final class AuditLine {
     }
 
     AuditLine destination(String host, InetAddress address, int port) {
-        JsonObjectBuilder d = Json.createObjectBuilder();
+        JsonObjectBuilder d = JSON.createObjectBuilder();
         if (host != null) {
             d.add("host", host);
         }
@@ -88,14 +95,14 @@ final class AuditLine {
     }
 
     private static JsonObjectBuilder executable(Executable e) {
-        JsonObjectBuilder b = Json.createObjectBuilder().add("path", e.path());
+        JsonObjectBuilder b = JSON.createObjectBuilder().add("path", e.path());
         e.sha256().ifPresent(s -> b.add("sha256", s));
         return b;
     }
 
     String write() {
         StringWriter out = new StringWriter();
-        try (JsonWriter w = Json.createWriter(out)) {
+        try (JsonWriter w = JSON.createWriter(out)) {
             w.writeObject(json.build());
         }
         return out.toString();

@@ -318,40 +318,15 @@ final class HandoffListener implements AutoCloseable {
                     keyed = true;
                 }
                 case ANNOUNCE -> {
-                    if (!keyed) {
-                        malformed(message, "an announcement before the lane key");
+                    if (!deliver(message, frame.body(), keyed, PendingConnection.parser(), "an announcement",
+                            announced -> lane.handler().announced(announced, connection))) {
                         return;
-                    }
-                    PendingConnection announced;
-                    try {
-                        announced = PendingConnection.parseFrom(frame.body());
-                    } catch (InvalidProtocolBufferException e) {
-                        malformed(message, "an announcement that does not parse");
-                        return;
-                    }
-                    try {
-                        lane.handler().announced(announced, connection);
-                    } catch (RuntimeException e) {
-                        // The decision could not go back: this connection is gone, and the runtime fails its connects closed.
-                        LOGGER.log(System.Logger.Level.WARNING, "descriptor lane: an announcement could not be taken: " + e.getMessage());
                     }
                 }
                 case QUERY -> {
-                    if (!keyed) {
-                        malformed(message, "a DNS query before the lane key");
+                    if (!deliver(message, frame.body(), keyed, DnsQuery.parser(), "a DNS query",
+                            query -> lane.handler().query(query, connection))) {
                         return;
-                    }
-                    DnsQuery query;
-                    try {
-                        query = DnsQuery.parseFrom(frame.body());
-                    } catch (InvalidProtocolBufferException e) {
-                        malformed(message, "a DNS query that does not parse");
-                        return;
-                    }
-                    try {
-                        lane.handler().query(query, connection);
-                    } catch (RuntimeException e) {
-                        LOGGER.log(System.Logger.Level.WARNING, "descriptor lane: a DNS query could not be taken: " + e.getMessage());
                     }
                 }
                 case DECISION, ANSWER -> {
@@ -368,6 +343,33 @@ final class HandoffListener implements AutoCloseable {
             connections.remove(connection);
             connection.close();
         }
+    }
+
+    /**
+     * Hands a keyed connection's message to the lane's handler.
+     *
+     * @return false when it is malformed (before the key, or it does not parse): the connection closes
+     */
+    private static <M> boolean deliver(UnixSockets.Message message, byte[] body, boolean keyed,
+                                       com.google.protobuf.Parser<M> parser, String what, java.util.function.Consumer<M> handler) {
+        if (!keyed) {
+            malformed(message, what + " before the lane key");
+            return false;
+        }
+        M parsed;
+        try {
+            parsed = parser.parseFrom(body);
+        } catch (InvalidProtocolBufferException e) {
+            malformed(message, what + " that does not parse");
+            return false;
+        }
+        try {
+            handler.accept(parsed);
+        } catch (RuntimeException e) {
+            // Its reply could not go back: this connection is gone, and the runtime fails what it sent here closed.
+            LOGGER.log(System.Logger.Level.WARNING, "descriptor lane: " + what + " could not be taken: " + e.getMessage());
+        }
+        return true;
     }
 
     private void take(byte[] token, OwnedFd socket) {

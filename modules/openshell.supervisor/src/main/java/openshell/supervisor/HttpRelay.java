@@ -11,7 +11,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
 
-import jakarta.json.Json;
 import jakarta.json.JsonObjectBuilder;
 import jakarta.json.JsonWriter;
 import openshell.policy.Decision;
@@ -280,7 +279,7 @@ final class HttpRelay {
 
     private void refuse(OutputStream out, int status, String cause, String rule, String reason, boolean close)
             throws IOException {
-        JsonObjectBuilder body = Json.createObjectBuilder()
+        JsonObjectBuilder body = AuditLine.JSON.createObjectBuilder()
                 .add("error", status == 403 ? "FORBIDDEN" : "REFUSED")
                 .add("cause", cause);
         if (rule != null) {
@@ -288,7 +287,7 @@ final class HttpRelay {
         }
         body.add("reason", reason).add("sandbox", mediation.sandbox()).add("generation", mediation.policies().number());
         StringWriter text = new StringWriter();
-        try (JsonWriter w = Json.createWriter(text)) {
+        try (JsonWriter w = AuditLine.JSON.createWriter(text)) {
             w.writeObject(body.build());
         }
         byte[] bytes = text.toString().getBytes(StandardCharsets.UTF_8);

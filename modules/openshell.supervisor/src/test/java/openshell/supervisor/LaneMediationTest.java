@@ -104,9 +104,12 @@ class LaneMediationTest {
         UnixSockets.send(lane.value(), new DescriptorLane.Frame(kind, body).encode());
     }
 
-    @Test
-    void connectsAndQueriesOnTheLaneAreDecidedOnTheLane() throws Exception {
-        Recording runtime = new Recording();
+    private interface OnLane {
+        void run(RemoteMediation mediation, OwnedFd lane, MediationMetrics metrics) throws Exception;
+    }
+
+    /** A mediation over a real link that offered its lane, and a lane connection that presented the key. */
+    private static void withLane(Recording runtime, OnLane body) throws Exception {
         Path dir = Files.createTempDirectory("lane");
         int uid = (Integer) Files.getAttribute(Path.of("/proc/self"), "unix:uid");
         try (HandoffListener listener = HandoffListener.listen(dir.resolve("link.sock"), uid).orElseThrow()) {
@@ -117,33 +120,7 @@ class LaneMediationTest {
                 assertEquals(DescriptorLane.KEY_BYTES, key.length, "the key travels in the PendingConnections request");
                 try (OwnedFd lane = UnixSockets.connectSeqpacket(listener.path())) {
                     send(lane, DescriptorLane.Kind.HELLO, key);
-                    send(lane, DescriptorLane.Kind.ANNOUNCE, announcement("c1").toByteArray());
-                    PendingTcpOpen open = mediation.acceptTcp(WAIT).orElseThrow();
-                    open.deny(DenyReason.POLICY);
-                    DescriptorLane.Frame decided = next(lane);
-                    assertEquals(DescriptorLane.Kind.DECISION, decided.kind());
-                    RelayDecision decision = RelayDecision.parseFrom(decided.body());
-                    assertEquals("c1", decision.getConnectionId());
-                    assertEquals(13, decision.getDenyErrno(), "EACCES");
-
-                    DnsQuery query = DnsQuery.newBuilder().setQueryId(5).setMessage(ByteString.copyFrom(new byte[] {1}))
-                            .setUnresolvedReason("test").build();
-                    send(lane, DescriptorLane.Kind.QUERY, query.toByteArray());
-                    PendingDnsQuery asked = mediation.acceptDns(WAIT).orElseThrow();
-                    asked.answer(new byte[] {9, 9});
-                    DescriptorLane.Frame answered = next(lane);
-                    assertEquals(DescriptorLane.Kind.ANSWER, answered.kind());
-                    assertEquals(ByteString.copyFrom(new byte[] {9, 9}), DnsAnswer.parseFrom(answered.body()).getMessage());
-
-                    // An answer larger than a frame goes on the Dns stream, which the runtime also reads.
-                    send(lane, DescriptorLane.Kind.QUERY, query.toBuilder().setQueryId(6).build().toByteArray());
-                    mediation.acceptDns(WAIT).orElseThrow().answer(new byte[DescriptorLane.MAX_BODY_BYTES]);
-                    DnsAnswer large = runtime.streamAnswers.poll(WAIT.toMillis(), TimeUnit.MILLISECONDS);
-                    assertEquals(6, large == null ? -1 : large.getQueryId());
-
-                    assertEquals(0, runtime.relays.get(), "no Relay stream was opened for lane decisions");
-                    assertEquals(2, metrics.laneFrames()[1]);
-                    assertEquals(1, metrics.laneFrames()[0]);
+                    body.run(mediation, lane, metrics);
                 }
             });
         } finally {
@@ -152,30 +129,53 @@ class LaneMediationTest {
     }
 
     @Test
+    void connectsAndQueriesOnTheLaneAreDecidedOnTheLane() throws Exception {
+        Recording runtime = new Recording();
+        withLane(runtime, (mediation, lane, metrics) -> {
+            send(lane, DescriptorLane.Kind.ANNOUNCE, announcement("c1").toByteArray());
+            PendingTcpOpen open = mediation.acceptTcp(WAIT).orElseThrow();
+            open.deny(DenyReason.POLICY);
+            DescriptorLane.Frame decided = next(lane);
+            assertEquals(DescriptorLane.Kind.DECISION, decided.kind());
+            RelayDecision decision = RelayDecision.parseFrom(decided.body());
+            assertEquals("c1", decision.getConnectionId());
+            assertEquals(13, decision.getDenyErrno(), "EACCES");
+
+            DnsQuery query = DnsQuery.newBuilder().setQueryId(5).setMessage(ByteString.copyFrom(new byte[] {1}))
+                    .setUnresolvedReason("test").build();
+            send(lane, DescriptorLane.Kind.QUERY, query.toByteArray());
+            PendingDnsQuery asked = mediation.acceptDns(WAIT).orElseThrow();
+            asked.answer(new byte[] {9, 9});
+            DescriptorLane.Frame answered = next(lane);
+            assertEquals(DescriptorLane.Kind.ANSWER, answered.kind());
+            assertEquals(ByteString.copyFrom(new byte[] {9, 9}), DnsAnswer.parseFrom(answered.body()).getMessage());
+
+            // An answer larger than a frame goes on the Dns stream, which the runtime also reads.
+            send(lane, DescriptorLane.Kind.QUERY, query.toBuilder().setQueryId(6).build().toByteArray());
+            mediation.acceptDns(WAIT).orElseThrow().answer(new byte[DescriptorLane.MAX_BODY_BYTES]);
+            DnsAnswer large = runtime.streamAnswers.poll(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+            assertEquals(6, large == null ? -1 : large.getQueryId());
+
+            assertEquals(0, runtime.relays.get(), "no Relay stream was opened for lane decisions");
+            assertEquals(2, metrics.laneFrames()[1]);
+            assertEquals(1, metrics.laneFrames()[0]);
+        });
+    }
+
+    @Test
     void aLaneAnnouncementOverTheQueueBoundIsDeniedOnTheLane() throws Exception {
         Recording runtime = new Recording();
-        Path dir = Files.createTempDirectory("lane");
-        int uid = (Integer) Files.getAttribute(Path.of("/proc/self"), "unix:uid");
-        try (HandoffListener listener = HandoffListener.listen(dir.resolve("link.sock"), uid).orElseThrow()) {
-            MediationReopenTest.withMediation(runtime, false, mediation -> {
-                mediation.useLane(listener, new MediationMetrics());
-                byte[] key = runtime.request.get(WAIT.toMillis(), TimeUnit.MILLISECONDS).getLaneKey().toByteArray();
-                try (OwnedFd lane = UnixSockets.connectSeqpacket(listener.path())) {
-                    send(lane, DescriptorLane.Kind.HELLO, key);
-                    for (int i = 0; i <= RemoteMediation.MAX_QUEUED; i++) {
-                        send(lane, DescriptorLane.Kind.ANNOUNCE, announcement("c" + i).toByteArray());
-                    }
-                    DescriptorLane.Frame refused = next(lane);
-                    RelayDecision decision = RelayDecision.parseFrom(refused.body());
-                    assertEquals("c" + RemoteMediation.MAX_QUEUED, decision.getConnectionId(), "the one over the bound");
-                    assertEquals(11, decision.getDenyErrno(), "EAGAIN (EXHAUSTED)");
-                    assertEquals(RemoteMediation.MAX_QUEUED, mediation.queuedOpens());
-                    assertEquals(Optional.empty(), UnixSockets.receive(lane.value(), DescriptorLane.MAX_FRAME_BYTES,
-                            Duration.ofMillis(100)), "the queued ones wait for their decision");
-                }
-            });
-        } finally {
-            Files.deleteIfExists(dir);
-        }
+        withLane(runtime, (mediation, lane, metrics) -> {
+            for (int i = 0; i <= RemoteMediation.MAX_QUEUED; i++) {
+                send(lane, DescriptorLane.Kind.ANNOUNCE, announcement("c" + i).toByteArray());
+            }
+            DescriptorLane.Frame refused = next(lane);
+            RelayDecision decision = RelayDecision.parseFrom(refused.body());
+            assertEquals("c" + RemoteMediation.MAX_QUEUED, decision.getConnectionId(), "the one over the bound");
+            assertEquals(11, decision.getDenyErrno(), "EAGAIN (EXHAUSTED)");
+            assertEquals(RemoteMediation.MAX_QUEUED, mediation.queuedOpens());
+            assertEquals(Optional.empty(), UnixSockets.receive(lane.value(), DescriptorLane.MAX_FRAME_BYTES,
+                    Duration.ofMillis(100)), "the queued ones wait for their decision");
+        });
     }
 }
