@@ -4,14 +4,19 @@ import java.io.ByteArrayOutputStream;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Optional;
 import java.util.function.Supplier;
 
 /**
  * Reads a connection's HTTP/2 frames on their way to Helidon, one frame header at a time, and
- * lets a subclass drop a frame or put bytes in front of it: where Helidon 4.1.7 mishandles a
- * frame, the fix is to change what its reader sees. Every other byte passes unchanged, and most
- * reads pass as they are; a copy is made only to edit or to hold back a header split across
- * reads until it is whole.
+ * lets a subclass drop a frame, put bytes in front of it, or take its whole payload and put
+ * other bytes in its place: where Helidon 4.1.7 mishandles a frame, the fix is to change what
+ * its reader sees. Every other byte passes unchanged, and most reads pass as they are; a copy is
+ * made only to edit or to hold back a header split across reads until it is whole.
+ *
+ * <p>A subclass that finds the peer's bytes unusable throws {@link Refused}: from then on the
+ * tap reads nothing more and Helidon's reader sees the end of the connection, so nothing after
+ * the bad frame is acted on (fail closed).
  *
  * <p>{@link #get()} runs on the connection's reader thread only.
  */
@@ -21,23 +26,45 @@ abstract class FrameTap implements Supplier<byte[]> {
     static final int HEADERS = 0x1;
     static final int RST_STREAM = 0x3;
     static final int SETTINGS = 0x4;
+    static final int PUSH_PROMISE = 0x5;
     static final int WINDOW_UPDATE = 0x8;
+    static final int CONTINUATION = 0x9;
     static final int END_STREAM = 0x1;
+    static final int END_HEADERS = 0x4;
+    static final int PADDED = 0x8;
+    static final int PRIORITY = 0x20;
     static final int SETTINGS_ACK = 0x1;
+    private static final System.Logger LOGGER = System.getLogger(FrameTap.class.getName());
     private static final int NONE = Integer.MIN_VALUE;
 
     /**
      * What happens to one frame.
      *
-     * @param drop   whether the frame is left out
-     * @param before bytes put in front of it (empty for none)
+     * @param drop    whether the frame is left out
+     * @param before  bytes put in front of it (empty for none)
+     * @param rewrite whether the frame is left out and its payload, once read whole, given to
+     *                {@link #rewrite}, whose bytes take its place
      */
-    record Verdict(boolean drop, byte[] before) {
-        static final Verdict PASS = new Verdict(false, new byte[0]);
-        static final Verdict DROP = new Verdict(true, new byte[0]);
+    record Verdict(boolean drop, byte[] before, boolean rewrite) {
+        static final Verdict PASS = new Verdict(false, new byte[0], false);
+        static final Verdict DROP = new Verdict(true, new byte[0], false);
+        static final Verdict REWRITE = new Verdict(true, new byte[0], true);
+
+        Verdict(boolean drop, byte[] before) {
+            this(drop, before, false);
+        }
 
         static Verdict before(byte[] bytes) {
             return new Verdict(false, bytes);
+        }
+    }
+
+    /** The peer's bytes cannot be passed on: the connection ends here. */
+    static final class Refused extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        Refused(String message) {
+            super(message);
         }
     }
 
@@ -47,6 +74,12 @@ abstract class FrameTap implements Supplier<byte[]> {
     private long prefaceLeft;
     private long payloadLeft;
     private boolean dropping;
+    // The payload of the frame being rewritten, as it arrives; null when none is.
+    private ByteArrayOutputStream rewriting;
+    private int rewriteType;
+    private int rewriteFlags;
+    private int rewriteStream;
+    private volatile String refusal;
     // This read's edits, by position in the held-back bytes plus the chunk: {from, to} and what goes in.
     private final List<Edit> edits = new ArrayList<>();
 
@@ -73,14 +106,39 @@ abstract class FrameTap implements Supplier<byte[]> {
      */
     abstract Verdict frame(int type, int flags, int streamId, int length);
 
+    /**
+     * The whole payload of a frame {@link #frame} answered {@link Verdict#REWRITE} for.
+     *
+     * @return the bytes that go in the frame's place: whole frames, or none
+     * @throws Refused when the connection cannot go on
+     */
+    byte[] rewrite(int type, int flags, int streamId, byte[] payload) {
+        throw new Refused("frame of type " + type + " taken for rewriting but nothing rewrites it");
+    }
+
+    /** @return why this tap ended the connection, if it did */
+    Optional<String> refusal() {
+        return Optional.ofNullable(refusal);
+    }
+
     @Override
     public final byte[] get() {
         while (true) {
+            if (refusal != null) {
+                return null;
+            }
             byte[] chunk = source.get();
             if (chunk == null) {
                 return null;
             }
-            byte[] out = scan(chunk);
+            byte[] out;
+            try {
+                out = scan(chunk);
+            } catch (Refused e) {
+                refusal = e.getMessage();
+                LOGGER.log(System.Logger.Level.WARNING, "HTTP/2 connection ended: " + e.getMessage());
+                return null;
+            }
             if (out.length > 0) {
                 return out;
             }
@@ -105,6 +163,9 @@ abstract class FrameTap implements Supplier<byte[]> {
             }
             if (payloadLeft > 0) {
                 int n = (int) Math.min(payloadLeft, chunk.length - at);
+                if (rewriting != null) {
+                    rewriting.write(chunk, at, n);
+                }
                 payloadLeft -= n;
                 at += n;
             } else {
@@ -125,13 +186,25 @@ abstract class FrameTap implements Supplier<byte[]> {
                 if (verdict.before().length > 0) {
                     edits.add(new Edit(start + offset, start + offset, verdict.before()));
                 }
-                dropping = verdict.drop();
+                dropping = verdict.drop() || verdict.rewrite();
                 if (dropping) {
                     dropFrom = start;
                 }
+                if (verdict.rewrite()) {
+                    rewriting = new ByteArrayOutputStream(length);
+                    rewriteType = header[3] & 0xff;
+                    rewriteFlags = header[4] & 0xff;
+                    rewriteStream = streamId;
+                }
             }
             if (dropFrom != NONE && payloadLeft == 0) {
-                edits.add(new Edit(dropFrom + offset, at + offset, null));
+                byte[] replacement = null;
+                if (rewriting != null) {
+                    byte[] payload = rewriting.toByteArray();
+                    rewriting = null;
+                    replacement = rewrite(rewriteType, rewriteFlags, rewriteStream, payload);
+                }
+                edits.add(new Edit(dropFrom + offset, at + offset, replacement));
                 dropFrom = NONE;
             }
         }
