@@ -59,29 +59,41 @@ final class DnsPlane {
                 if (next.isEmpty()) {
                     continue;
                 }
-                PendingDnsQuery query = next.get();
-                if (!inFlight.tryAcquire()) {
-                    mediation.metrics().dnsQuery("exhausted");
-                    mediation.auditSupervisor("dns", query.identity(), null, null, "deny", "EXHAUSTED",
-                            maxInFlight + " DNS queries are in flight, the most allowed", 0);
-                    refuseQuietly(query, DenyReason.EXHAUSTED);
-                    continue;
-                }
-                Thread.ofVirtual().name("mediation-dns").start(() -> {
-                    try {
-                        answer(query);
-                    } catch (RuntimeException e) {
-                        refuseQuietly(query, DenyReason.MEDIATION_UNAVAILABLE);
-                    } finally {
-                        inFlight.release();
-                    }
-                });
+                arrived(next.get());
             }
         } catch (BackendException e) {
             // TERMINATED: the boundary is gone.
         } finally {
             mediation.loopEnded();
         }
+    }
+
+    /**
+     * One query to answer, from the accept loop or straight from the lane's reader: admitted (an
+     * in-flight slot taken) or refused here, answered and audited on a virtual thread of its own,
+     * so the caller never blocks.
+     */
+    void arrived(PendingDnsQuery query) {
+        boolean stopped = !mediation.liveLoop();
+        boolean admitted = !stopped && inFlight.tryAcquire();
+        Thread.ofVirtual().name("mediation-dns").start(() -> {
+            if (stopped) {
+                refuseQuietly(query, DenyReason.MEDIATION_UNAVAILABLE);
+            } else if (!admitted) {
+                mediation.metrics().dnsQuery("exhausted");
+                mediation.auditSupervisor("dns", query.identity(), null, null, "deny", "EXHAUSTED",
+                        maxInFlight + " DNS queries are in flight, the most allowed", 0);
+                refuseQuietly(query, DenyReason.EXHAUSTED);
+            } else {
+                try {
+                    answer(query);
+                } catch (RuntimeException e) {
+                    refuseQuietly(query, DenyReason.MEDIATION_UNAVAILABLE);
+                } finally {
+                    inFlight.release();
+                }
+            }
+        });
     }
 
     void answer(PendingDnsQuery query) {

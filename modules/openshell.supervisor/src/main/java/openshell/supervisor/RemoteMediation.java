@@ -74,6 +74,7 @@ final class RemoteMediation implements NetworkMediationSource, LaneSource {
     private final AtomicBoolean announcing = new AtomicBoolean();
     /** The lane key the PendingConnections request carries; empty without a lane. */
     private volatile byte[] laneKey = new byte[0];
+    private volatile Optional<LaneSource.Arrivals> arrivals = Optional.empty();
 
     /** Takes the Dns stream now, and the PendingConnections stream at {@link #useLane} or the first accept. */
     RemoteMediation(RemoteCalls calls) {
@@ -87,8 +88,13 @@ final class RemoteMediation implements NetworkMediationSource, LaneSource {
      *
      * @throws SupervisorException when announcements already started without the lane
      */
-    @Override
     public void useLane(HandoffListener lane, MediationMetrics metrics) {
+        useLane(lane, metrics, Optional.empty());
+    }
+
+    @Override
+    public void useLane(HandoffListener lane, MediationMetrics metrics, Optional<LaneSource.Arrivals> arrivals) {
+        this.arrivals = arrivals;
         if (announcing.get()) {
             throw new SupervisorException("the descriptor lane must be offered before announcements start");
         }
@@ -130,7 +136,10 @@ final class RemoteMediation implements NetworkMediationSource, LaneSource {
                 throw new BackendException(BackendException.Kind.UNAVAILABLE, e.getMessage(), e);
             }
         });
-        if (!open.get() || !queries.offer(pending)) {
+        Optional<LaneSource.Arrivals> direct = arrivals;
+        if (open.get() && direct.isPresent()) {
+            direct.get().dns(pending);
+        } else if (!open.get() || !queries.offer(pending)) {
             pending.refuse(DenyReason.EXHAUSTED);
         }
     }
@@ -156,7 +165,10 @@ final class RemoteMediation implements NetworkMediationSource, LaneSource {
                     .setDenyErrno(EACCES).build());
             return;
         }
-        if (!open.get() || !opens.offer(pending)) {
+        Optional<LaneSource.Arrivals> direct = arrivals;
+        if (open.get() && direct.isPresent()) {
+            direct.get().tcp(pending);
+        } else if (!open.get() || !opens.offer(pending)) {
             pending.deny(DenyReason.EXHAUSTED);
         }
     }

@@ -29,6 +29,7 @@ import openshell.isolation.ByteChannel;
 import openshell.isolation.DenyReason;
 import openshell.isolation.IdentityResolution;
 import openshell.isolation.NetworkMediationSource;
+import openshell.isolation.PendingDnsQuery;
 import openshell.isolation.PendingTcpOpen;
 import openshell.isolation.SandboxId;
 import openshell.isolation.TcpDestination;
@@ -128,11 +129,21 @@ final class SandboxMediation implements AutoCloseable {
             throw new SupervisorException("mediation was already started");
         }
         this.source = source;
+        running = true;
         if (handoff != null && source instanceof LaneSource laned) {
             // Before the accept loop's first accept: the first announcement can already use the lane.
-            laned.useLane(handoff, metrics);
+            laned.useLane(handoff, metrics, Optional.of(new LaneSource.Arrivals() {
+                @Override
+                public void tcp(PendingTcpOpen open) {
+                    arrivedTcp(open);
+                }
+
+                @Override
+                public void dns(PendingDnsQuery query) {
+                    SandboxMediation.this.dns.arrived(query);
+                }
+            }));
         }
-        running = true;
         policies.onChange(this::recheckAll);
         tcpLoop = Thread.ofPlatform().daemon().name("mediation-tcp-" + sandbox).start(this::acceptTcp);
         dnsLoop = Thread.ofPlatform().daemon().name("mediation-dns-" + sandbox).start(dns::acceptLoop);
@@ -150,26 +161,38 @@ final class SandboxMediation implements AutoCloseable {
                 if (next.isEmpty()) {
                     continue;
                 }
-                PendingTcpOpen open = next.get();
-                if (!relaySlots.tryAcquire()) {
-                    auditSupervisor("connect", open.identity(), null, open.destination(), "deny", "EXHAUSTED",
-                            maxActiveRelays + " relays are open, the most allowed", 0);
-                    denyQuietly(open, DenyReason.EXHAUSTED);
-                    continue;
-                }
-                Thread.ofVirtual().name("mediation-open").start(() -> {
-                    try {
-                        handle(open);
-                    } finally {
-                        relaySlots.release();
-                    }
-                });
+                arrivedTcp(next.get());
             }
         } catch (BackendException e) {
             // TERMINATED: the boundary is gone; the loop ends and readiness drops.
         } finally {
             running = false;
         }
+    }
+
+    /**
+     * One connect to decide, from the accept loop or straight from the lane's reader: admitted
+     * (a relay slot taken) or refused here, decided and audited on a virtual thread of its own, so
+     * the caller never blocks on a decision, a denial's send or an audit line.
+     */
+    private void arrivedTcp(PendingTcpOpen open) {
+        boolean stopped = !running;
+        boolean admitted = !stopped && relaySlots.tryAcquire();
+        Thread.ofVirtual().name("mediation-open").start(() -> {
+            if (stopped) {
+                denyQuietly(open, DenyReason.MEDIATION_UNAVAILABLE);
+            } else if (!admitted) {
+                auditSupervisor("connect", open.identity(), null, open.destination(), "deny", "EXHAUSTED",
+                        maxActiveRelays + " relays are open, the most allowed", 0);
+                denyQuietly(open, DenyReason.EXHAUSTED);
+            } else {
+                try {
+                    handle(open);
+                } finally {
+                    relaySlots.release();
+                }
+            }
+        });
     }
 
     private void handle(PendingTcpOpen open) {
@@ -300,6 +323,10 @@ final class SandboxMediation implements AutoCloseable {
             return;
         }
         OwnedFd workload;
+        // Recorded once the relay runs (or the hand-off failed): the caller's first bytes do not wait for it.
+        Runnable connected = () -> audit(AuditLine.of(clock.instant(), sandbox.value(), "connect", number).decision(allow)
+                .field("upstream", "connected").field("relay", "native").identity(who)
+                .destination(where.host().orElse(null), address, to.port()));
         try {
             capable.allowHandoff().whenComplete((ended, failed) -> {
                 if (failed != null) {
@@ -311,22 +338,21 @@ final class SandboxMediation implements AutoCloseable {
                  | java.util.concurrent.CancellationException e) {
             handoff.forget(token);
             upstream.close();
+            connected.run();
             return;
         } catch (InterruptedException e) {
             handoff.forget(token);
             upstream.close();
+            connected.run();
             Thread.currentThread().interrupt();
             return;
-        } finally {
-            audit(AuditLine.of(clock.instant(), sandbox.value(), "connect", number).decision(allow)
-                    .field("upstream", "connected").field("relay", "native").identity(who)
-                    .destination(where.host().orElse(null), address, to.port()));
         }
         if (!TcpSockets.isTcp(workload.value())) {
             // Only the runtime can send here, and it sends TCP sockets: anything else ends the connection.
             LOGGER.log(System.Logger.Level.WARNING, "the runtime handed over something that is not a TCP socket: closed");
             workload.close();
             upstream.close();
+            connected.run();
             return;
         }
         java.util.concurrent.CompletableFuture<SpliceRelay.Outcome> done = new java.util.concurrent.CompletableFuture<>();
@@ -336,6 +362,8 @@ final class SandboxMediation implements AutoCloseable {
         } catch (LinuxException e) {
             // Refused (the bound, or the relay closed): both sockets are closed, the workload sees its connection end.
             return;
+        } finally {
+            connected.run();
         }
         LiveRelay relay = new LiveRelay(new Admission(who, where, allow), number, spliced::close, () -> { });
         relays.add(relay);

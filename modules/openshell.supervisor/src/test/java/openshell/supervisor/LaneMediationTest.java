@@ -108,14 +108,37 @@ class LaneMediationTest {
         void run(RemoteMediation mediation, OwnedFd lane, MediationMetrics metrics) throws Exception;
     }
 
+    /** Lane arrivals as the mediation's push receives them. */
+    private static final class Pushed implements LaneSource.Arrivals {
+        final BlockingQueue<PendingTcpOpen> opens = new LinkedBlockingQueue<>();
+        final BlockingQueue<PendingDnsQuery> queries = new LinkedBlockingQueue<>();
+        final BlockingQueue<String> threads = new LinkedBlockingQueue<>();
+
+        @Override
+        public void tcp(PendingTcpOpen open) {
+            threads.add(Thread.currentThread().getName());
+            opens.add(open);
+        }
+
+        @Override
+        public void dns(PendingDnsQuery query) {
+            threads.add(Thread.currentThread().getName());
+            queries.add(query);
+        }
+    }
+
     /** A mediation over a real link that offered its lane, and a lane connection that presented the key. */
     private static void withLane(Recording runtime, OnLane body) throws Exception {
+        withLane(runtime, Optional.empty(), body);
+    }
+
+    private static void withLane(Recording runtime, Optional<LaneSource.Arrivals> arrivals, OnLane body) throws Exception {
         Path dir = Files.createTempDirectory("lane");
         int uid = (Integer) Files.getAttribute(Path.of("/proc/self"), "unix:uid");
         try (HandoffListener listener = HandoffListener.listen(dir.resolve("link.sock"), uid).orElseThrow()) {
             MediationReopenTest.withMediation(runtime, false, mediation -> {
                 MediationMetrics metrics = new MediationMetrics();
-                mediation.useLane(listener, metrics);
+                mediation.useLane(listener, metrics, arrivals);
                 byte[] key = runtime.request.get(WAIT.toMillis(), TimeUnit.MILLISECONDS).getLaneKey().toByteArray();
                 assertEquals(DescriptorLane.KEY_BYTES, key.length, "the key travels in the PendingConnections request");
                 try (OwnedFd lane = UnixSockets.connectSeqpacket(listener.path())) {
@@ -176,6 +199,44 @@ class LaneMediationTest {
             assertEquals(RemoteMediation.MAX_QUEUED, mediation.queuedOpens());
             assertEquals(Optional.empty(), UnixSockets.receive(lane.value(), DescriptorLane.MAX_FRAME_BYTES,
                     Duration.ofMillis(100)), "the queued ones wait for their decision");
+        });
+    }
+
+    @Test
+    void withArrivalsLaneConnectsAndQueriesArePushedStraightFromTheLaneAndNothingIsQueued() throws Exception {
+        Recording runtime = new Recording();
+        Pushed pushed = new Pushed();
+        withLane(runtime, Optional.of(pushed), (mediation, lane, metrics) -> {
+            send(lane, DescriptorLane.Kind.ANNOUNCE, announcement("c1").toByteArray());
+            PendingTcpOpen open = pushed.opens.poll(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+            assertTrue(open != null, "the connect was pushed");
+            assertEquals(0, mediation.queuedOpens(), "and not queued for the accept loop");
+            assertEquals(Optional.empty(), mediation.acceptTcp(Duration.ofMillis(50)));
+            open.deny(DenyReason.POLICY);
+            RelayDecision decision = RelayDecision.parseFrom(next(lane).body());
+            assertEquals("c1", decision.getConnectionId());
+            assertEquals(13, decision.getDenyErrno(), "EACCES, decided back on the lane");
+
+            DnsQuery query = DnsQuery.newBuilder().setQueryId(5).setMessage(ByteString.copyFrom(new byte[] {1}))
+                    .setUnresolvedReason("test").build();
+            send(lane, DescriptorLane.Kind.QUERY, query.toByteArray());
+            PendingDnsQuery asked = pushed.queries.poll(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+            assertTrue(asked != null, "the query was pushed");
+            assertEquals(Optional.empty(), mediation.acceptDns(Duration.ofMillis(50)));
+            asked.answer(new byte[] {9, 9});
+            assertEquals(DescriptorLane.Kind.ANSWER, next(lane).kind());
+
+            for (String thread : pushed.threads) {
+                assertTrue(thread.startsWith("handoff-read"), "pushed on the lane's reader thread, not a loop: " + thread);
+            }
+
+            // Once the source is closed nothing is pushed: the announcement is refused on the lane.
+            mediation.close();
+            send(lane, DescriptorLane.Kind.ANNOUNCE, announcement("c2").toByteArray());
+            RelayDecision refused = RelayDecision.parseFrom(next(lane).body());
+            assertEquals("c2", refused.getConnectionId());
+            assertTrue(!refused.getAllow(), "a closed source denies");
+            assertEquals(0, pushed.opens.size(), "nothing pushed after close");
         });
     }
 }
