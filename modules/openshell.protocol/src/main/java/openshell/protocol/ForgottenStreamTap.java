@@ -186,15 +186,7 @@ final class ForgottenStreamTap extends FrameTap {
             boolean last = at + n == flat.length;
             int type = first ? HEADERS : CONTINUATION;
             int flags = (first ? endStream : 0) | (last ? END_HEADERS : 0);
-            out.write(n >>> 16);
-            out.write(n >>> 8);
-            out.write(n);
-            out.write(type);
-            out.write(flags);
-            out.write(streamId >>> 24);
-            out.write(streamId >>> 16);
-            out.write(streamId >>> 8);
-            out.write(streamId);
+            out.writeBytes(header(n, type, flags, streamId));
             out.write(flat, at, n);
             at += n;
             first = false;

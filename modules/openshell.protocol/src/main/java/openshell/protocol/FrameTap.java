@@ -59,6 +59,12 @@ abstract class FrameTap implements Supplier<byte[]> {
         }
     }
 
+    /** @return a frame header: 24-bit length, type, flags, stream id */
+    static byte[] header(int length, int type, int flags, int streamId) {
+        return new byte[] {(byte) (length >>> 16), (byte) (length >>> 8), (byte) length, (byte) type, (byte) flags,
+                (byte) (streamId >>> 24), (byte) (streamId >>> 16), (byte) (streamId >>> 8), (byte) streamId};
+    }
+
     /** The peer's bytes cannot be passed on: the connection ends here. */
     static final class Refused extends RuntimeException {
         private static final long serialVersionUID = 1L;

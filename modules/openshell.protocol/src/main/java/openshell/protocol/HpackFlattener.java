@@ -58,6 +58,8 @@ final class HpackFlattener {
         "strict-transport-security", "transfer-encoding", "user-agent", "vary", "via", "www-authenticate",
     };
     static final int STATIC_ENTRIES = STATIC_NAMES.length;
+    /** The static names as literals, built once: a dynamic entry named by static index holds one. */
+    private static final Literal[] STATIC_LITERALS = staticLiterals();
 
     /**
      * A string literal as it came on the wire (its H bit, length and octets) and its decoded
@@ -171,14 +173,19 @@ final class HpackFlattener {
     }
 
     private Literal nameOf(int index) {
-        if (index <= STATIC_ENTRIES) {
-            byte[] name = STATIC_NAMES[index - 1].getBytes(StandardCharsets.US_ASCII);
+        return index <= STATIC_ENTRIES ? STATIC_LITERALS[index - 1] : dynamic(index).name();
+    }
+
+    private static Literal[] staticLiterals() {
+        Literal[] literals = new Literal[STATIC_NAMES.length];
+        for (int i = 0; i < literals.length; i++) {
+            byte[] name = STATIC_NAMES[i].getBytes(StandardCharsets.US_ASCII);
             ByteArrayOutputStream wire = new ByteArrayOutputStream(name.length + 1);
             writeInteger(wire, 0x00, 7, name.length);
             wire.writeBytes(name);
-            return new Literal(wire.toByteArray(), name.length, index);
+            literals[i] = new Literal(wire.toByteArray(), name.length, i + 1);
         }
-        return dynamic(index).name();
+        return literals;
     }
 
     private void add(Entry entry) {

@@ -58,7 +58,6 @@ final class ResetTap extends FrameTap {
     }
 
     private static byte[] endStream(int streamId) {
-        return new byte[] {0, 0, 0, DATA, END_STREAM,
-                (byte) (streamId >>> 24), (byte) (streamId >>> 16), (byte) (streamId >>> 8), (byte) streamId};
+        return header(0, DATA, END_STREAM, streamId);
     }
 }

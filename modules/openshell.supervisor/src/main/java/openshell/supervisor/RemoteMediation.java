@@ -88,16 +88,12 @@ final class RemoteMediation implements NetworkMediationSource, LaneSource {
      *
      * @throws SupervisorException when announcements already started without the lane
      */
-    public void useLane(HandoffListener lane, MediationMetrics metrics) {
-        useLane(lane, metrics, Optional.empty());
-    }
-
     @Override
     public void useLane(HandoffListener lane, MediationMetrics metrics, Optional<LaneSource.Arrivals> arrivals) {
-        this.arrivals = arrivals;
         if (announcing.get()) {
             throw new SupervisorException("the descriptor lane must be offered before announcements start");
         }
+        this.arrivals = arrivals;
         laneKey = lane.openLane(new HandoffListener.LaneHandler() {
             @Override
             public void announced(PendingConnection announced, HandoffListener.LaneReply reply) {
