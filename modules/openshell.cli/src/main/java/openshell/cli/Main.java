@@ -77,6 +77,14 @@ public final class Main {
     static final Duration START_TIMEOUT = Duration.ofSeconds(60);
     /** How long {@code gateway stop} waits for the gateway to exit. */
     static final Duration STOP_TIMEOUT = Duration.ofSeconds(30);
+    /**
+     * How far the gateway's recorded start and the one read now may differ for the same process.
+     * Each JVM derives start instants from the kernel's boot time, read once in whole seconds,
+     * and the kernel moves it as the wall clock is adjusted: {@code gateway stop} refused a running
+     * gateway as "stale" once it had moved by a second. A recycled pid this close to the
+     * original's start would need the pid space to wrap in that time.
+     */
+    static final Duration START_SLACK = Duration.ofSeconds(2);
     /** How long {@code sandbox create}/{@code start} wait for the sandbox's supervisor to report in. */
     static final Duration RUNNING_TIMEOUT = Duration.ofSeconds(180);
 
@@ -485,11 +493,23 @@ public final class Main {
         }
     }
 
-    /** The gateway process the endpoint file names: same pid and same start time, still alive. */
+    /**
+     * The gateway process the endpoint file names: same pid and same start time (within
+     * {@link #START_SLACK}), still alive.
+     */
     private static Optional<ProcessHandle> gatewayProcess(JsonObject endpoint) {
         long started = endpoint.getJsonNumber("started").longValue();
         return ProcessHandle.of(endpoint.getJsonNumber("pid").longValue()).filter(ProcessHandle::isAlive)
-                .filter(h -> h.info().startInstant().map(Instant::toEpochMilli).orElse(-1L) == started);
+                .filter(h -> sameStart(started, h.info().startInstant().map(Instant::toEpochMilli).orElse(-1L)));
+    }
+
+    /**
+     * @param recorded the start the gateway wrote, in epoch milliseconds
+     * @param now      the start read now
+     * @return whether they are one process's start
+     */
+    static boolean sameStart(long recorded, long now) {
+        return Math.abs(recorded - now) <= START_SLACK.toMillis();
     }
 
     void print(JsonObject body, Runnable human) {

@@ -28,6 +28,15 @@ final class NamespaceHolder {
     static final Duration READY_TIMEOUT = Duration.ofSeconds(10);
     /** How long the kernel may take to empty the pid namespace after the holder is killed. */
     static final Duration KILL_TIMEOUT = Duration.ofSeconds(10);
+    /**
+     * How far two readings of one process's start may differ and still name the same process.
+     * The JDK derives a start instant from the boot time in {@code /proc/stat}, read once per JVM
+     * in whole seconds, and the kernel moves that boot time as the wall clock is adjusted (by a
+     * second in 13 hours on the CI machine): a sandbox recorded by one JVM looked dead to a later
+     * one, and its stop would have left it running. A recycled pid within this slack of the
+     * original's start would need the pid space to wrap in that time.
+     */
+    static final Duration START_SLACK = Duration.ofSeconds(2);
     private static final List<String> NAMESPACES = List.of("user", "net", "mnt", "pid", "ipc", "uts");
 
     private final long pid;
@@ -176,10 +185,19 @@ final class NamespaceHolder {
         return h.alive() ? Optional.of(h) : Optional.empty();
     }
 
+    /**
+     * @param recorded a start instant recorded earlier, perhaps by another JVM
+     * @param now      the start instant read now
+     * @return whether they are one process's start, within {@link #START_SLACK}
+     */
+    static boolean sameStart(Instant recorded, Instant now) {
+        return Duration.between(recorded, now).abs().compareTo(START_SLACK) <= 0;
+    }
+
     /** @return whether the holder (and so the sandbox's namespaces) still exists */
     boolean alive() {
         return ProcessHandle.of(pid).filter(ProcessHandle::isAlive)
-                .flatMap(h -> h.info().startInstant()).map(started::equals).orElse(false);
+                .flatMap(h -> h.info().startInstant()).map(now -> sameStart(started, now)).orElse(false);
     }
 
     /**

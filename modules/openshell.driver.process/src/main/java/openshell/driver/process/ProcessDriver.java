@@ -283,7 +283,7 @@ final class ProcessDriver implements ComputeDriver {
 
     private static Optional<ProcessHandle> supervisor(ProcessTopology t) {
         return ProcessHandle.of(t.supervisorPid()).filter(ProcessHandle::isAlive)
-                .filter(h -> startMillis(h) == t.supervisorStart());
+                .filter(h -> NamespaceHolder.sameStart(Instant.ofEpochMilli(t.supervisorStart()), Instant.ofEpochMilli(startMillis(h))));
     }
 
     private static boolean processesAlive(ProcessTopology t) {

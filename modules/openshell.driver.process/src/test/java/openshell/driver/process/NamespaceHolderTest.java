@@ -40,6 +40,28 @@ class NamespaceHolderTest {
     }
 
     @Test
+    void aStartReadUpToTheSlackAwayIsTheSameProcess() {
+        java.time.Instant recorded = java.time.Instant.parse("2026-12-01T03:39:11.940Z");
+        java.time.Duration slack = NamespaceHolder.START_SLACK;
+        assertTrue(NamespaceHolder.sameStart(recorded, recorded.plusSeconds(1)));
+        assertTrue(NamespaceHolder.sameStart(recorded, recorded.plus(slack)));
+        assertTrue(NamespaceHolder.sameStart(recorded, recorded.minus(slack)));
+        assertFalse(NamespaceHolder.sameStart(recorded, recorded.plus(slack).plusMillis(1)));
+        assertFalse(NamespaceHolder.sameStart(recorded, recorded.minus(slack).minusMillis(1)));
+    }
+
+    @Test
+    void aLiveHolderRecordedBeforeTheBootTimeMovedIsStillAlive() {
+        // This JVM stands in for a holder: recorded by another JVM whose boot time was a second off.
+        ProcessHandle self = ProcessHandle.current();
+        java.time.Instant started = self.info().startInstant().orElseThrow();
+        assertTrue(NamespaceHolder.adopt(self.pid(), started.minusSeconds(1), IdRange.slot(0)).isPresent());
+        assertTrue(NamespaceHolder.adopt(self.pid(), started.plusSeconds(1), IdRange.slot(0)).isPresent());
+        assertFalse(NamespaceHolder.adopt(self.pid(), started.minus(NamespaceHolder.START_SLACK).minusSeconds(1),
+                IdRange.slot(0)).isPresent());
+    }
+
+    @Test
     void freshNamespacesMappedToThePrivateIdRange() throws Exception {
         IdRange ids = IdRange.slot(7);
         NamespaceHolder holder = NamespaceHolder.create(ids);
