@@ -146,6 +146,8 @@
  * <tr><td>STREAM_RELEASE_SLACK</td><td>256</td><td>runtime (HTTP/2 settings)</td>
  *     <td>the runtime admits MAX_CONCURRENT_STREAMS plus this, for slots freed just after the
  *     supervisor saw the stream end; past it Helidon closes the link</td></tr>
+ * <tr><td>LinkCall.IDLE_POLL_MAX</td><td>2 s</td><td>supervisor link</td>
+ *     <td>an idle call's reader looks at whether its own side ended it (a closed link wakes it at once)</td></tr>
  * <tr><td>RESET_GRACE</td><td>5 s</td><td>supervisor link</td>
  *     <td>a stream the supervisor reset is forgotten; frames for it before then are dropped</td></tr>
  * <tr><td>ForgottenStreamTap.MAX_FORGOTTEN_STREAMS</td><td>1024</td><td>every client connection</td>

@@ -35,6 +35,8 @@
  * <tr><td>{@code SandboxMain.SUPERVISOR_LOSS_GRACE}</td><td>30 s without supervision (a link whose PendingConnections stream is taken)</td><td>workload terminated, exit 75 (after {@code ENDED_LINGER} if a link still reads statuses)</td></tr>
  * <tr><td>{@code SandboxMain.ENDED_LINGER}</td><td>30 s</td><td>after the boundary ended, the runtime exits even if the supervisor stays</td></tr>
  * <tr><td>{@code SandboxMain.WATCH_INTERVAL}</td><td>200 ms</td><td>how late the main notices an end or a loss</td></tr>
+ * <tr><td>{@code ProcessTree.REAP_RETRY} .. {@code REAP_INTERVAL}</td><td>20 ms doubling to 200 ms</td><td>while an ended child is one of our launches (its watcher reaps it), the orphan reaper looks again after this; otherwise it blocks in {@code waitid} and makes no wake-ups</td></tr>
+ * <tr><td>{@code HandoffChannel.POLL}</td><td>5 s</td><td>the lane reader's wait between looks at whether the lane closed (a close shuts the socket down, which wakes it at once)</td></tr>
  * <tr><td>{@code StartupProbes.PROBE_WAIT}</td><td>10 s per probe step</td><td>the probe fails; exit 70</td></tr>
  * <tr><td>{@code StartupProbes.MIN_LANDLOCK_ABI}</td><td>5</td><td>the probe fails; exit 70</td></tr>
  * <tr><td>{@code ControlThreads.MAX_CONTROL_THREADS}</td><td>256 control operations at once</td><td>the next is refused UNAVAILABLE without running (not recorded: retry with the same id)</td></tr>

@@ -63,6 +63,7 @@
  * <tr><td>{@code SandboxMediation.RELAY_BUFFER_BYTES}</td><td>16 KiB per direction</td><td>the relay waits for the reader (back-pressure)</td></tr>
  * <tr><td>{@code SandboxMediation.HANDOFF_WAIT}</td><td>15 s</td><td>a handed-off connection whose socket did not arrive is dropped (the upstream socket closed)</td></tr>
  * <tr><td>{@code HandoffListener.MAX_CONNECTIONS}</td><td>2 lane connections</td><td>a further connection is closed at accept</td></tr>
+ * <tr><td>{@code HandoffListener.POLL}, {@code READ_WAIT}</td><td>1 s, 5 s</td><td>the longest the accept loop outlives a close; a lane reader's wait between looks (a close shuts its connection down, which wakes it at once)</td></tr>
  * <tr><td>{@code HandoffListener.MAX_EXPECTED}</td><td>1024 decisions waiting for a socket</td><td>the open is denied EXHAUSTED</td></tr>
  * <tr><td>{@code DescriptorLane.TOKEN_BYTES}, {@code KEY_BYTES}</td><td>16, 32</td><td>a socket, failure or key frame of another length closes its lane connection</td></tr>
  * <tr><td>{@code DescriptorLane.MAX_BODY_BYTES}</td><td>16 KiB</td><td>a larger frame closes its lane connection (the runtime announces a larger connect on the stream)</td></tr>

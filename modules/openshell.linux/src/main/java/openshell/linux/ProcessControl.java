@@ -15,6 +15,10 @@ public final class ProcessControl {
     static final int PR_GET_CHILD_SUBREAPER = 37;
     static final int PR_SET_NO_NEW_PRIVS = 38;
     static final int PR_GET_NO_NEW_PRIVS = 39;
+    static final int P_ALL = 0;
+    static final int WNOWAIT = 0x01000000;
+    /** {@code si_pid} in a 64-bit {@code siginfo_t}. */
+    static final int SIGINFO_PID_OFFSET = 16;
 
     private ProcessControl() {
     }
@@ -55,6 +59,32 @@ public final class ProcessControl {
      */
     public static void setChildSubreaper(boolean subreaper) {
         prctl(PR_SET_CHILD_SUBREAPER, subreaper ? 1 : 0, 0, 0, 0, "prctl(PR_SET_CHILD_SUBREAPER)");
+    }
+
+    /**
+     * Blocks until some child of this process has ended, and leaves it unreaped
+     * ({@code waitid(P_ALL, WEXITED | WNOWAIT)}): the caller decides whose it is to reap. A
+     * subreaper that waits here costs nothing while its children run, where listing them would
+     * cost a {@code /proc} walk per look.
+     *
+     * @return the pid of an ended (zombie) child, or empty when this process has no children
+     */
+    public static java.util.OptionalInt awaitEndedChild() {
+        try (com.sun.jna.Memory info = new com.sun.jna.Memory(128)) {
+            while (true) {
+                info.clear();
+                if (LibC.waitid(P_ALL, 0, LibC.address(info), Pidfd.WEXITED | WNOWAIT) == 0) {
+                    return java.util.OptionalInt.of(info.getInt(SIGINFO_PID_OFFSET));
+                }
+                int errno = LibC.errno();
+                if (errno == Errno.ECHILD) {
+                    return java.util.OptionalInt.empty();
+                }
+                if (errno != Errno.EINTR) {
+                    throw LinuxException.of("waitid(P_ALL, WNOWAIT)", errno);
+                }
+            }
+        }
     }
 
     /** @return whether this process is a child subreaper */

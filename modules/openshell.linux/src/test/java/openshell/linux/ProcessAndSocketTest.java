@@ -20,6 +20,21 @@ class ProcessAndSocketTest {
     private static final Duration WAIT = Duration.ofSeconds(30);
 
     @Test
+    void anEndedChildIsReportedAndLeftForItsOwnerToReap() {
+        try (ChildProcess child = ChildProcess.builder("/bin/sh").argv(java.util.List.of("sh", "-c", "exit 7")).spawn()) {
+            java.util.OptionalInt ended = ProcessControl.awaitEndedChild();
+            org.junit.jupiter.api.Assertions.assertEquals(java.util.OptionalInt.of(child.pid()), ended);
+            // Not reaped by the look: its owner still reads its status.
+            org.junit.jupiter.api.Assertions.assertEquals(7,
+                    child.awaitExit(java.time.Duration.ofSeconds(5)).orElseThrow().exitCode());
+        }
+        // No children left: the wait returns at once instead of blocking (only checkable when this JVM has none).
+        if (ProcessHandle.current().children().findAny().isEmpty()) {
+            org.junit.jupiter.api.Assertions.assertEquals(java.util.OptionalInt.empty(), ProcessControl.awaitEndedChild());
+        }
+    }
+
+    @Test
     void pidfdSignalsAndWaitsForAChild() {
         try (ChildProcess child = ChildProcess.builder("/usr/bin/sleep").argv(List.of("sleep", "60")).spawn()) {
             assertEquals(Optional.empty(), child.awaitExit(Duration.ofMillis(10)), "still running");

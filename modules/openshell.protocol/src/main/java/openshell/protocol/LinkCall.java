@@ -42,6 +42,13 @@ import io.helidon.webclient.http2.StreamTimeoutException;
  */
 final class LinkCall<Q, R> extends ClientCall<Q, R> {
     private static final Duration POLL = Duration.ofMillis(200);
+    /**
+     * Longest wait of an idle reader between its looks at whether its own side ended the call
+     * (a cancel or a deadline; a closed link interrupts it at once): each empty wait doubles the
+     * next from {@link #POLL}, so a quiet long-lived stream wakes twice a second rather than five
+     * times, and any frame starts again from {@link #POLL}.
+     */
+    static final Duration IDLE_POLL_MAX = Duration.ofSeconds(2);
     private static final Duration HEADER_WAIT = Duration.ofMillis(200);
     private static final Http2StreamConfig STREAM_CONFIG = new Http2StreamConfig() {
         @Override
@@ -329,15 +336,22 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
     private void receive(CallStream opened) {
         try {
             Http2Headers headers = null;
+            Duration wait = POLL;
             while (headers == null) {
                 try {
+                    // Helidon's readHeaders() waits its fixed read timeout; this waits as long as idle calls do.
+                    if (opened.readOne(wait) != null) {
+                        throw new IllegalStateException("DATA before the response headers");
+                    }
                     headers = opened.readHeaders();
                 } catch (StreamTimeoutException e) {
                     if (!alive()) {
                         return;
                     }
+                    wait = idleLonger(wait);
                 }
             }
+            wait = POLL;
             Headers first = headers.httpHeaders();
             if (first.contains(HeaderNames.create("grpc-status")) || !opened.hasEntity()) {
                 serverEnded(opened, first);
@@ -353,7 +367,7 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
                 }
                 Http2FrameData frame;
                 try {
-                    frame = opened.readOne(POLL);
+                    frame = opened.readOne(wait);
                 } catch (StreamTimeoutException e) {
                     frame = null;
                 }
@@ -361,8 +375,10 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
                     if (!alive()) {
                         return;
                     }
+                    wait = idleLonger(wait);
                     continue;
                 }
+                wait = POLL;
                 pending = append(pending, frame.data().readBytes());
                 pending = deliver(pending);
                 if (pending == null) {
@@ -421,6 +437,11 @@ final class LinkCall<Q, R> extends ClientCall<Q, R> {
             Thread.currentThread().interrupt();
             return false;
         }
+    }
+
+    static Duration idleLonger(Duration wait) {
+        Duration next = wait.multipliedBy(2);
+        return next.compareTo(IDLE_POLL_MAX) > 0 ? IDLE_POLL_MAX : next;
     }
 
     private boolean alive() {

@@ -62,6 +62,7 @@ public final class RuntimeEndpoint implements AutoCloseable {
     private final Set<ServedLink> links = ConcurrentHashMap.newKeySet();
     private volatile boolean open = true;
     private volatile ServerSocketChannel server;
+    private volatile Thread dialer;
 
     private RuntimeEndpoint(Builder builder) {
         this.transport = Objects.requireNonNull(builder.transport, "transport");
@@ -165,7 +166,7 @@ public final class RuntimeEndpoint implements AutoCloseable {
             }
             Thread.ofVirtual().name(name + "-accept").start(this::acceptLoop);
         } else {
-            Thread.ofVirtual().name(name + "-dial").start(this::dialLoop);
+            dialer = Thread.ofVirtual().name(name + "-dial").start(this::dialLoop);
         }
         return this;
     }
@@ -213,6 +214,10 @@ public final class RuntimeEndpoint implements AutoCloseable {
             }
         }
         List.copyOf(links).forEach(link -> link.close(Refusal.TRANSPORT_FAILED));
+        Thread dialing = dialer;
+        if (dialing != null) {
+            dialing.interrupt();
+        }
         timers.shutdownNow();
         executor.shutdownNow();
     }
@@ -239,10 +244,13 @@ public final class RuntimeEndpoint implements AutoCloseable {
                 SocketChannel channel = transport.dial();
                 backoff = REDIAL_MIN;
                 ServedLink link = launch(channel);
-                while (open && link.isOpen()) {
-                    // Wait for this link to end before dialing the next one.
-                    Thread.sleep(REDIAL_MIN);
+                if (!open) {
+                    // close() ran meanwhile; its copy of the links may have missed this one.
+                    link.close(Refusal.TRANSPORT_FAILED);
+                    return;
                 }
+                // Wait for this link to end before dialing the next one (close() interrupts).
+                link.awaitClosed();
             } catch (IOException e) {
                 LOGGER.log(System.Logger.Level.DEBUG, "dial " + transport + " failed: " + e);
             } catch (InterruptedException e) {

@@ -42,6 +42,7 @@ final class ServedLink implements ConnectionContext {
     private final String id = "link-" + IDS.incrementAndGet();
     private final AtomicBoolean open = new AtomicBoolean(true);
     private final AtomicReference<Refusal> closedFor = new AtomicReference<>();
+    private final java.util.concurrent.CountDownLatch ended = new java.util.concurrent.CountDownLatch(1);
     private volatile LinkExecutor executor;
     private volatile boolean promoted;
     private volatile long epoch;
@@ -151,6 +152,15 @@ final class ServedLink implements ConnectionContext {
         return Optional.ofNullable(closedFor.get());
     }
 
+    /**
+     * Waits until the link has closed (the dialer's wait for its one link to end, without waking).
+     *
+     * @throws InterruptedException if interrupted first
+     */
+    void awaitClosed() throws InterruptedException {
+        ended.await();
+    }
+
     void close(Refusal reason) {
         if (open.compareAndSet(true, false)) {
             closedFor.compareAndSet(null, reason);
@@ -167,6 +177,7 @@ final class ServedLink implements ConnectionContext {
             if (running != null) {
                 running.interruptAll();
             }
+            ended.countDown();
         }
     }
 

@@ -40,7 +40,9 @@ final class ProcessTree implements AutoCloseable {
     static final Duration KILL_WAIT = Duration.ofSeconds(10);
     /** Most bytes of a dead launcher's stderr put into the launch failure and the audit line. */
     static final int MAX_LAST_WORDS = 2048;
-    /** How often orphans are looked for. */
+    /** First wait before the reaper looks again while an ended child is one of our launches (its watcher reaps it). */
+    static final Duration REAP_RETRY = Duration.ofMillis(20);
+    /** Longest such wait. */
     static final Duration REAP_INTERVAL = Duration.ofMillis(200);
     /** Everything about a workload process except what the caller chooses. */
     interface PlanTemplate extends Function<LaunchRequest, LaunchPlan> {
@@ -66,6 +68,10 @@ final class ProcessTree implements AutoCloseable {
     private final java.util.concurrent.atomic.AtomicLong processLeaves = new java.util.concurrent.atomic.AtomicLong();
     private final Map<Integer, WorkloadProcess> processes = new ConcurrentHashMap<>();
     private volatile boolean terminated;
+    private volatile boolean closed;
+    /** Released at each launch: a reaper that found no children at all waits for one. */
+    private final java.util.concurrent.Semaphore spawned = new java.util.concurrent.Semaphore(0);
+    private final Object launching = new Object();
     private final Thread reaper;
 
     /** A launcher just started, with the pipes it will hand its target. */
@@ -101,8 +107,14 @@ final class ProcessTree implements AutoCloseable {
 
     private LauncherProcess spawn(LauncherProcess.Stdio stdio) {
         // Spawned from the namespace thread (if any), so the launcher starts in the workload's namespaces.
-        LauncherProcess launcher = network.run(() -> LauncherProcess.start(command, stdio));
-        launched.add(launcher.process().pid());
+        LauncherProcess launcher;
+        // The reaper decides whose an ended child is under the same lock: a launcher that died at
+        // once is ours (its launch reports why), never an orphan to reap before we knew its pid.
+        synchronized (launching) {
+            launcher = network.run(() -> LauncherProcess.start(command, stdio));
+            launched.add(launcher.process().pid());
+        }
+        spawned.release();
         try {
             cgroup.move(launcher.process().pid());
         } catch (LinuxException e) {
@@ -182,6 +194,9 @@ final class ProcessTree implements AutoCloseable {
         WorkloadProcess process = new WorkloadProcess(own, launcher.process(), stdin, stdout, stderr, pty);
         processes.put(process.pid(), process);
         process.watch();
+        // Reaped by its watcher once the future completes: the pid may come back as someone else's.
+        int pid = process.pid();
+        process.exitFuture().whenComplete((status, failure) -> launched.remove(pid));
         if (terminated) {
             terminateAll();
         }
@@ -246,56 +261,61 @@ final class ProcessTree implements AutoCloseable {
         return pids;
     }
 
+    /**
+     * Reaps orphans: blocks in {@code waitid(WNOWAIT)} until some child has ended, so an idle
+     * runtime makes no wake-ups (the {@code /proc} walk it replaced ran five times a second).
+     * A child of our own launches is left to its watcher; while such a zombie waits for it, the
+     * reaper looks again after {@link #REAP_RETRY}, doubling up to {@link #REAP_INTERVAL}.
+     */
     private void reapOrphans() {
-        long self = ProcessHandle.current().pid();
-        while (!Thread.currentThread().isInterrupted()) {
-            for (int pid : children(self)) {
-                if (!launched.contains(pid) && isZombie(pid)) {
-                    try (Pidfd orphan = Pidfd.open(pid)) {
-                        orphan.awaitExit(Duration.ZERO);
-                    } catch (LinuxException e) {
-                        // Not our child after all, or already reaped: nothing to do.
-                    }
-                }
+        Duration retry = REAP_RETRY;
+        while (!closed) {
+            spawned.drainPermits();
+            java.util.OptionalInt ended;
+            try {
+                ended = ProcessControl.awaitEndedChild();
+            } catch (LinuxException e) {
+                NetworkBroker.audit("reaper", "stopped", e.getMessage());
+                return;
+            }
+            if (closed) {
+                return;
             }
             try {
-                Thread.sleep(REAP_INTERVAL);
+                if (ended.isEmpty()) {
+                    // No children at all: nothing can be orphaned to us before the next launch.
+                    spawned.acquire();
+                    continue;
+                }
+                int pid = ended.getAsInt();
+                boolean ours;
+                synchronized (launching) {
+                    ours = launched.contains(pid);
+                }
+                if (ours) {
+                    Thread.sleep(retry);
+                    retry = retry.multipliedBy(2).compareTo(REAP_INTERVAL) > 0 ? REAP_INTERVAL : retry.multipliedBy(2);
+                    continue;
+                }
+                retry = REAP_RETRY;
+                try (Pidfd orphan = Pidfd.open(pid)) {
+                    orphan.awaitExit(Duration.ZERO);
+                } catch (LinuxException e) {
+                    // Reaped by someone else meanwhile: nothing to do.
+                }
             } catch (InterruptedException e) {
                 return;
             }
         }
     }
 
-    private static List<Integer> children(long self) {
-        List<Integer> pids = new ArrayList<>();
-        try (var tasks = java.nio.file.Files.list(Path.of("/proc", Long.toString(self), "task"))) {
-            for (Path task : (Iterable<Path>) tasks::iterator) {
-                String list = java.nio.file.Files.readString(task.resolve("children")).trim();
-                if (!list.isEmpty()) {
-                    for (String pid : list.split(" ")) {
-                        pids.add(Integer.parseInt(pid));
-                    }
-                }
-            }
-        } catch (java.io.IOException | java.io.UncheckedIOException e) {
-            // A task ended while listed; the next round sees the rest.
-        }
-        return pids;
-    }
-
-    private static boolean isZombie(int pid) {
-        try {
-            String stat = java.nio.file.Files.readString(Path.of("/proc", Integer.toString(pid), "stat"));
-            return stat.substring(stat.lastIndexOf(')') + 2).startsWith("Z");
-        } catch (java.io.IOException e) {
-            return false;
-        }
-    }
-
     @Override
     public void close() {
+        closed = true;
         terminateAll();
+        // A reaper blocked in waitid wakes at the next child's end and sees closed; one waiting for a launch wakes now.
         reaper.interrupt();
+        spawned.release();
         for (WorkloadProcess p : processes.values()) {
             p.close();
             p.removeLeaf();

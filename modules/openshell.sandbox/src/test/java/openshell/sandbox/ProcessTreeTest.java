@@ -197,6 +197,39 @@ class ProcessTreeTest {
         }
     }
 
+    /**
+     * A workload's orphan, re-parented to the runtime (a subreaper), is reaped when it ends, with
+     * no zombie left behind; the launch's own status still reaches its watcher.
+     */
+    @Test
+    void anOrphanIsReapedWhenItEndsAndALaunchKeepsItsOwnStatus() throws Exception {
+        try (TestSandbox sandbox = new TestSandbox(); ProcessTree tree = tree(sandbox)) {
+            WorkloadProcess p = tree.start(pipes("/usr/bin/bash", "-c",
+                    "/usr/bin/sleep 0.5 </dev/null >/dev/null 2>&1 & echo $!; exit 3"));
+            CompletableFuture<String> out = readAll(p.stdout());
+            readAll(p.stderr());
+            assertEquals(Optional.of(new ExitStatus.Exited(3)), p.awaitExit(WAIT));
+            int orphan = Integer.parseInt(out.get(WAIT.toSeconds(), TimeUnit.SECONDS).strip());
+            long deadline = System.nanoTime() + WAIT.toNanos();
+            while (Files.exists(Path.of("/proc/" + orphan)) && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            assertFalse(Files.exists(Path.of("/proc/" + orphan)), "orphan " + orphan + " was not reaped (zombie: "
+                    + isZombie(orphan) + ")");
+            // The reaper is still there for the next one.
+            WorkloadProcess next = tree.start(pipes("/usr/bin/bash", "-c", "/usr/bin/true </dev/null >/dev/null 2>&1 & echo $!"));
+            CompletableFuture<String> second = readAll(next.stdout());
+            readAll(next.stderr());
+            assertEquals(Optional.of(new ExitStatus.Exited(0)), next.awaitExit(WAIT));
+            int another = Integer.parseInt(second.get(WAIT.toSeconds(), TimeUnit.SECONDS).strip());
+            deadline = System.nanoTime() + WAIT.toNanos();
+            while (Files.exists(Path.of("/proc/" + another)) && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            assertFalse(Files.exists(Path.of("/proc/" + another)), "second orphan " + another + " was not reaped");
+        }
+    }
+
     private static boolean isZombie(int pid) {
         try {
             String stat = java.nio.file.Files.readString(java.nio.file.Path.of("/proc/" + pid + "/stat"));

@@ -40,8 +40,14 @@ final class HandoffListener implements AutoCloseable {
     static final int MAX_CONNECTIONS = 2;
     /** Decisions waiting for their socket at once; more are refused (the connection then uses the link). */
     static final int MAX_EXPECTED = SandboxMediation.MAX_ACTIVE_RELAYS;
-    /** How often the accept and read loops look at whether the listener closed. */
-    static final Duration POLL = Duration.ofMillis(250);
+    /** How often the accept loop looks at whether the listener closed (the longest it outlives {@link #close}). */
+    static final Duration POLL = Duration.ofSeconds(1);
+    /**
+     * Longest wait of a connection's reader between looks at whether the listener closed.
+     * {@link #close} shuts every connection down, which wakes its reader at once: this only bounds
+     * a missed wake-up, and keeps an idle supervisor from waking four times a second.
+     */
+    static final Duration READ_WAIT = Duration.ofSeconds(5);
 
     private static final System.Logger LOGGER = System.getLogger(HandoffListener.class.getName());
 
@@ -276,7 +282,7 @@ final class HandoffListener implements AutoCloseable {
         boolean keyed = false;
         try {
             while (open) {
-                Optional<UnixSockets.Message> next = UnixSockets.receive(connection.fd.value(), DescriptorLane.MAX_FRAME_BYTES, POLL);
+                Optional<UnixSockets.Message> next = UnixSockets.receive(connection.fd.value(), DescriptorLane.MAX_FRAME_BYTES, READ_WAIT);
                 if (next.isEmpty()) {
                     continue;
                 }

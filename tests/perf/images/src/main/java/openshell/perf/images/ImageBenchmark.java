@@ -55,6 +55,8 @@ public final class ImageBenchmark {
     static final double SUPERVISOR_RSS_BUDGET_MIB = 128;
     /** How long one idle sandbox (one sleeping agent) settles before the resident sets are read. */
     static final Duration PAIR_SETTLE = Duration.ofSeconds(5);
+    /** How long an idle sandbox's CPU is counted. */
+    static final Duration IDLE_CPU_WINDOW = Duration.ofSeconds(10);
     /** Fresh user, network and mount namespaces, as the process driver gives the runtime. */
     static final List<String> FENCED = List.of("/usr/bin/unshare", "--user", "--map-root-user", "--net", "--mount");
 
@@ -277,6 +279,16 @@ public final class ImageBenchmark {
                 json.field(p.pid() + " " + p.info().command().map(c -> Path.of(c).getFileName().toString()).orElse("?"), rss(p.pid()));
             }
             json.close();
+            // What an idle sandbox costs the host's CPU: every sandbox on a host pays it all the time.
+            double runtimeBefore = cpuMillis(runtime.pid());
+            double supervisorBefore = cpuMillis(supervisorJvm.pid());
+            Thread.sleep(IDLE_CPU_WINDOW);
+            double seconds = IDLE_CPU_WINDOW.toMillis() / 1000.0;
+            json.object("idle_cpu_ms_per_s")
+                    .field("openshell-sandbox", round((cpuMillis(runtime.pid()) - runtimeBefore) / seconds))
+                    .field("openshell-supervisor", round((cpuMillis(supervisorJvm.pid()) - supervisorBefore) / seconds))
+                    .field("what", "user + system CPU of each JVM of the same idle sandbox over " + IDLE_CPU_WINDOW.toSeconds()
+                            + " s (10 ms ticks)").close();
         }
     }
 
