@@ -31,6 +31,7 @@ public final class SupervisorLink implements AutoCloseable {
     private final String id = "supervisor-link-" + IDS.incrementAndGet();
     private final CallConnection calls;
     private volatile long lastPingNanos = System.nanoTime();
+    private volatile long heardNanos = System.nanoTime();
 
     private SupervisorLink(ChannelSocket socket, SSLSocket tls, TokenSlot tokens, String serverName) {
         this.socket = socket;
@@ -125,6 +126,17 @@ public final class SupervisorLink implements AutoCloseable {
         return calls.openStreams();
     }
 
+    /**
+     * The runtime was heard on another channel of this sandbox (the descriptor lane): that proves it
+     * alive as well as a read on the link. Under a flood of connects a ping's answer can wait behind
+     * the load in either JVM, and a busy runtime was taken for a silent one (PEER_SILENT ended the
+     * sandbox in the middle of a soak); the timeout still ends a link once the runtime is heard
+     * nowhere.
+     */
+    public void heard() {
+        heardNanos = System.nanoTime();
+    }
+
     private void keepalive() {
         while (calls.isOpen()) {
             try {
@@ -133,7 +145,9 @@ public final class SupervisorLink implements AutoCloseable {
                 return;
             }
             long now = System.nanoTime();
-            long quiet = now - socket.lastReadNanos();
+            long lastRead = socket.lastReadNanos();
+            long heard = heardNanos;
+            long quiet = now - (heard - lastRead > 0 ? heard : lastRead);
             if (quiet > ProtocolLimits.KEEPALIVE_TIMEOUT.toNanos()) {
                 close(Refusal.PEER_SILENT);
                 return;

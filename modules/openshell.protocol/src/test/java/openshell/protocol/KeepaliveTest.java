@@ -55,4 +55,35 @@ class KeepaliveTest {
             }
         }
     }
+
+    /** A runtime heard on the descriptor lane is not silent, however long its link says nothing; then the timeout runs from the last hearing. */
+    @Test
+    void aRuntimeHeardElsewhereIsNotSilentUntilItIsHeardNowhere() throws Exception {
+        try (Launch launch = new Launch(Launch.Kind.TCP, Initiator.SUPERVISOR);
+             BlackHole hole = new BlackHole(((Transport.Tcp) launch.runtime.listening().orElseThrow()).address())) {
+            SupervisorEndpoint throughHole = SupervisorEndpoint.builder()
+                    .transport(Transport.tcp(hole.address()))
+                    .initiator(Initiator.SUPERVISOR)
+                    .pin(launch.tls.pin())
+                    .tokens(launch.slot)
+                    .build();
+            try (SupervisorLink link = throughHole.connect()) {
+                Launch.blocking(link).attach(Launch.attachRequest("a"));
+                hole.freeze();
+                long until = System.nanoTime() + ProtocolLimits.KEEPALIVE_TIMEOUT.plusSeconds(3).toNanos();
+                while (System.nanoTime() < until) {
+                    link.heard();
+                    Thread.sleep(500);
+                }
+                assertTrue(link.isOpen(), "closed for " + link.closedFor() + " although heard every 500 ms");
+                long lastHeard = System.nanoTime();
+                Refusal reason = link.closed().get(ProtocolLimits.KEEPALIVE_TIMEOUT.plusSeconds(10).toSeconds(),
+                        TimeUnit.SECONDS);
+                Duration detected = Duration.ofNanos(System.nanoTime() - lastHeard);
+                assertEquals(Refusal.PEER_SILENT, reason);
+                assertTrue(detected.compareTo(ProtocolLimits.KEEPALIVE_TIMEOUT.plusSeconds(2)) <= 0,
+                        "detected after " + detected);
+            }
+        }
+    }
 }

@@ -97,12 +97,14 @@ final class RemoteMediation implements NetworkMediationSource, LaneSource {
         laneKey = lane.openLane(new HandoffListener.LaneHandler() {
             @Override
             public void announced(PendingConnection announced, HandoffListener.LaneReply reply) {
+                calls.link().heard();
                 metrics.laneAnnouncement();
                 laneAnnounced(announced, reply);
             }
 
             @Override
             public void query(DnsQuery query, HandoffListener.LaneReply reply) {
+                calls.link().heard();
                 metrics.laneQuery();
                 laneQuery(query, reply);
             }
