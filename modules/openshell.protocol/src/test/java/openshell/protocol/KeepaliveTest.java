@@ -86,4 +86,22 @@ class KeepaliveTest {
             }
         }
     }
+
+    /**
+     * Hearing the runtime on the lane must not stop the pings: the runtime reads only the link, and
+     * a link without them is closed by the runtime's own watchdog (the 20-sandbox scale level lost
+     * its links that way while the lanes were busy).
+     */
+    @Test
+    void aSupervisorThatHearsTheRuntimeElsewhereStillPings() throws Exception {
+        try (Launch launch = new Launch(Launch.Kind.UNIX, Initiator.SUPERVISOR); SupervisorLink link = launch.attached()) {
+            long until = System.nanoTime() + ProtocolLimits.KEEPALIVE_TIMEOUT.plusSeconds(5).toNanos();
+            while (System.nanoTime() < until) {
+                link.heard();
+                Thread.sleep(500);
+            }
+            assertTrue(link.isOpen(), "closed for " + link.closedFor());
+            assertEquals(1, launch.runtime.linkCount(), "the runtime dropped a link the supervisor heard it on elsewhere");
+        }
+    }
 }
