@@ -1,13 +1,12 @@
 package openshell.protocol;
 
-import java.security.KeyStore;
+import java.security.GeneralSecurityException;
 import java.security.PrivateKey;
-import java.security.cert.Certificate;
 import java.security.cert.X509Certificate;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 
-import javax.net.ssl.KeyManagerFactory;
 import javax.net.ssl.SSLContext;
 
 /**
@@ -40,18 +39,11 @@ public record RuntimeTlsIdentity(String serverName, PrivateKey leafKey, List<X50
         return "RuntimeTlsIdentity[" + serverName + "]";
     }
 
+    /** Server-only: no PKCS12 store (its KDF) and no cacerts, see {@link ServerTls}. */
     SSLContext sslContext() {
         try {
-            KeyStore store = KeyStore.getInstance("PKCS12");
-            store.load(null, null);
-            char[] password = new char[0];
-            store.setKeyEntry("leaf", leafKey, password, chain.toArray(new Certificate[0]));
-            KeyManagerFactory keys = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
-            keys.init(store, password);
-            SSLContext context = SSLContext.getInstance("TLSv1.3");
-            context.init(keys.getKeyManagers(), null, null);
-            return context;
-        } catch (Exception e) {
+            return ServerTls.context(LinkSecurity.TLS_PROTOCOL, leafKey, chain, Optional.empty());
+        } catch (GeneralSecurityException e) {
             throw new ProtocolException(Refusal.TRANSPORT_FAILED, "cannot build the runtime TLS context", e);
         }
     }

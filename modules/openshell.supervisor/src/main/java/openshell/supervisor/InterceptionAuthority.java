@@ -5,8 +5,6 @@ import java.net.InetAddress;
 import java.security.GeneralSecurityException;
 import java.security.KeyPair;
 import java.security.KeyPairGenerator;
-import java.security.Principal;
-import java.security.PrivateKey;
 import java.security.SecureRandom;
 import java.security.cert.X509Certificate;
 import java.security.spec.ECGenParameterSpec;
@@ -16,16 +14,14 @@ import java.time.Instant;
 import java.util.Base64;
 import java.util.Date;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 
-import java.net.Socket;
-
-import javax.net.ssl.KeyManager;
 import javax.net.ssl.SSLContext;
-import javax.net.ssl.SSLEngine;
-import javax.net.ssl.X509ExtendedKeyManager;
 
 import openshell.isolation.SandboxId;
+import openshell.protocol.ServerTls;
 import org.bouncycastle.asn1.x500.X500Name;
 import org.bouncycastle.asn1.x509.BasicConstraints;
 import org.bouncycastle.asn1.x509.ExtendedKeyUsage;
@@ -154,9 +150,8 @@ final class InterceptionAuthority {
             b.addExtension(Extension.subjectAlternativeName, false, new GeneralNames(san));
             b.addExtension(Extension.authorityKeyIdentifier, false, ext.createAuthorityKeyIdentifier(ca));
             X509Certificate leaf = sign(b);
-            SSLContext context = SSLContext.getInstance("TLS");
-            // A key manager holding just this leaf: a PKCS12 store would cost a password-based KDF per leaf.
-            context.init(new KeyManager[] {new LeafKeyManager(keys.getPrivate(), new X509Certificate[] {leaf, ca})}, null, random);
+            // Server-only: no PKCS12 store (a password-based KDF per leaf) and no cacerts.
+            SSLContext context = ServerTls.context("TLS", keys.getPrivate(), List.of(leaf, ca), Optional.of(random));
             return new Leaf(context, leaf);
         } catch (GeneralSecurityException | OperatorCreationException | java.io.IOException e) {
             throw new SupervisorException("cannot issue an interception certificate for " + host + ": " + e.getMessage(), e);
@@ -181,52 +176,5 @@ final class InterceptionAuthority {
     @Override
     public String toString() {
         return "InterceptionAuthority[" + sandbox + "]";
-    }
-
-    /** Presents one leaf and its chain to every server handshake; never acts as a client. */
-    private static final class LeafKeyManager extends X509ExtendedKeyManager {
-        private static final String ALIAS = "leaf";
-        private final PrivateKey key;
-        private final X509Certificate[] chain;
-
-        LeafKeyManager(PrivateKey key, X509Certificate[] chain) {
-            this.key = key;
-            this.chain = chain;
-        }
-
-        @Override
-        public String[] getClientAliases(String keyType, Principal[] issuers) {
-            return null;
-        }
-
-        @Override
-        public String chooseClientAlias(String[] keyType, Principal[] issuers, Socket socket) {
-            return null;
-        }
-
-        @Override
-        public String[] getServerAliases(String keyType, Principal[] issuers) {
-            return keyType.startsWith("EC") ? new String[] {ALIAS} : null;
-        }
-
-        @Override
-        public String chooseServerAlias(String keyType, Principal[] issuers, Socket socket) {
-            return keyType.startsWith("EC") ? ALIAS : null;
-        }
-
-        @Override
-        public String chooseEngineServerAlias(String keyType, Principal[] issuers, SSLEngine engine) {
-            return keyType.startsWith("EC") ? ALIAS : null;
-        }
-
-        @Override
-        public X509Certificate[] getCertificateChain(String alias) {
-            return ALIAS.equals(alias) ? chain.clone() : null;
-        }
-
-        @Override
-        public PrivateKey getPrivateKey(String alias) {
-            return ALIAS.equals(alias) ? key : null;
-        }
     }
 }

@@ -17,6 +17,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Semaphore;
+import java.util.function.Supplier;
 
 import javax.net.ssl.SNIHostName;
 import javax.net.ssl.SSLContext;
@@ -83,7 +84,10 @@ final class SandboxMediation implements AutoCloseable {
     private final Set<LiveRelay> relays = ConcurrentHashMap.newKeySet();
     private final DnsPlane dns;
     private final InterceptionAuthority authority;
-    private final SSLContext upstreamTlsContext;
+    /** Built at the first inspected TLS connection, not at start (see {@link #upstreamTls()}). */
+    private final Supplier<SSLContext> upstreamTrust;
+    private final Object upstreamTlsLock = new Object();
+    private SSLContext upstreamTlsContext; // guarded by upstreamTlsLock
     /** The descriptor lane and the native relay its sockets go to; both null without a channel. */
     private final HandoffListener handoff;
     private final SpliceRelay splice;
@@ -106,11 +110,7 @@ final class SandboxMediation implements AutoCloseable {
         this.maxActiveRelays = b.maxActiveRelays;
         this.dns = new DnsPlane(this, b.resolver, b.maxDnsInFlight);
         this.authority = InterceptionAuthority.create(sandbox, clock);
-        try {
-            this.upstreamTlsContext = b.upstreamTls != null ? b.upstreamTls : SSLContext.getDefault();
-        } catch (NoSuchAlgorithmException e) {
-            throw new SupervisorException("no default TLS context for upstream connections", e);
-        }
+        this.upstreamTrust = b.upstreamTls != null ? b.upstreamTls : SandboxMediation::defaultUpstreamTls;
         this.handoff = b.handoff;
         this.splice = b.handoff == null ? null : SpliceRelay.start("splice-relay-" + sandbox.value());
     }
@@ -405,7 +405,7 @@ final class SandboxMediation implements AutoCloseable {
         workloadTls.handshake();
         SSLSocket upstreamTls;
         try {
-            upstreamTls = (SSLSocket) upstreamTlsContext.getSocketFactory().createSocket(upstream, name, where.port(), true);
+            upstreamTls = (SSLSocket) upstreamTls().getSocketFactory().createSocket(upstream, name, where.port(), true);
             SSLParameters p = upstreamTls.getSSLParameters();
             p.setEndpointIdentificationAlgorithm("HTTPS");
             if (where.host().isPresent()) {
@@ -415,7 +415,7 @@ final class SandboxMediation implements AutoCloseable {
             upstream.setSoTimeout((int) connectTimeout.toMillis());
             upstreamTls.startHandshake();
             upstream.setSoTimeout(0);
-        } catch (IOException e) {
+        } catch (IOException | SupervisorException e) {
             HttpRelay failed = new HttpRelay(this, relay, workloadTls.input(), workloadTls.output(), InputStream.nullInputStream(),
                     OutputStream.nullOutputStream(), true);
             audit(AuditLine.of(clock.instant(), sandbox.value(), "tls", policies.number())
@@ -430,6 +430,30 @@ final class SandboxMediation implements AutoCloseable {
                     upstreamTls.getOutputStream(), true).run();
         } finally {
             workloadTls.closeOutbound();
+        }
+    }
+
+    /**
+     * The upstream TLS context, built once on first use: parsing the system trust anchors costs a
+     * cold JVM ~0.2 s of CPU, which every sandbox start would pay while the two JVMs share the
+     * host's cores, though most sandboxes never inspect a TLS connection.
+     *
+     * @throws SupervisorException if it cannot be built (the connection is then refused)
+     */
+    private SSLContext upstreamTls() {
+        synchronized (upstreamTlsLock) {
+            if (upstreamTlsContext == null) {
+                upstreamTlsContext = Objects.requireNonNull(upstreamTrust.get(), "upstream TLS context");
+            }
+            return upstreamTlsContext;
+        }
+    }
+
+    private static SSLContext defaultUpstreamTls() {
+        try {
+            return SSLContext.getDefault();
+        } catch (NoSuchAlgorithmException e) {
+            throw new SupervisorException("no default TLS context for upstream connections", e);
         }
     }
 
@@ -625,7 +649,7 @@ final class SandboxMediation implements AutoCloseable {
         private Duration connectTimeout = CONNECT_TIMEOUT;
         private int maxActiveRelays = MAX_ACTIVE_RELAYS;
         private int maxDnsInFlight = DnsPlane.MAX_IN_FLIGHT;
-        private SSLContext upstreamTls;
+        private Supplier<SSLContext> upstreamTls;
         private HandoffListener handoff;
 
         private Builder() {
@@ -709,9 +733,10 @@ final class SandboxMediation implements AutoCloseable {
 
         /**
          * Trusted configuration only: the TLS context upstream certificates are verified with
-         * (default: the JDK's, with its default trust store). Tests pass one trusting a test CA.
+         * (default: the JDK's, with its default trust store), made at the first inspected TLS
+         * connection. Tests pass one trusting a test CA.
          */
-        Builder upstreamTls(SSLContext v) {
+        Builder upstreamTls(Supplier<SSLContext> v) {
             upstreamTls = Objects.requireNonNull(v);
             return this;
         }

@@ -383,7 +383,7 @@ public final class SupervisorMain {
             SandboxMediation.Builder builder = SandboxMediation.builder().sandbox(sandboxId).policies(policies)
                     .credentials(credentials).audit(audit)
                     .aliases(HostAliases.of(bundle.hostAliases()))
-                    .upstreamTls(UpstreamTrust.context(bundle.upstreamAuthorities()));
+                    .upstreamTls(() -> UpstreamTrust.context(bundle.upstreamAuthorities()));
             handoffListener().ifPresent(builder::handoff);
             return builder.build();
         }

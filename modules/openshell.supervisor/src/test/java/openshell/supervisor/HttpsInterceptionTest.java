@@ -118,7 +118,16 @@ class HttpsInterceptionTest {
     }
 
     private Fixture fixture(boolean trustUpstream) throws Exception {
-        SSLContext upstreamTrust = trustUpstream ? trusting(upstreamCa.caCertificate()) : SSLContext.getDefault();
+        SSLContext context = trustUpstream ? trusting(upstreamCa.caCertificate()) : SSLContext.getDefault();
+        return fixture(() -> {
+            upstreamTrustBuilt.incrementAndGet();
+            return context;
+        });
+    }
+
+    private final java.util.concurrent.atomic.AtomicInteger upstreamTrustBuilt = new java.util.concurrent.atomic.AtomicInteger();
+
+    private Fixture fixture(java.util.function.Supplier<SSLContext> upstreamTrust) throws Exception {
         CredentialProvider gh = CredentialProvider.of("gh", "tls-secret-value".getBytes(StandardCharsets.US_ASCII),
                 java.util.Set.of("api.test"));
         Fixture f = Fixture.start(HttpMediationTest.restPolicy(upstream.getLocalPort()), b -> b
@@ -154,6 +163,36 @@ class HttpsInterceptionTest {
             }
             assertTrue(f.audit.stream().anyMatch(l -> l.contains("\"path\":\"/again\"")));
             assertTrue(f.audit.stream().noneMatch(l -> l.contains("tls-secret-value")));
+        }
+    }
+
+    @Test
+    void upstreamTrustIsBuiltAtTheFirstInspectedTlsConnectionOnly() throws Exception {
+        try (Fixture f = fixture(true)) {
+            assertEquals(0, upstreamTrustBuilt.get(), "not at start: it costs every sandbox start");
+            for (int i = 0; i < 2; i++) {
+                try (SSLSocket tls = workloadTls(f.connect(who("/usr/bin/curl"), loopback(), upstream.getLocalPort()),
+                        f.mediation.interceptionCaPem(), "api.test")) {
+                    send(tls, "GET /repos/acme/x HTTP/1.1\r\nHost: api.test\r\n\r\n");
+                    assertEquals(200, read(new HttpInput(tls.getInputStream(), 4096), "GET").status());
+                }
+                assertEquals(1, upstreamTrustBuilt.get(), "built once, then kept");
+            }
+        }
+    }
+
+    @Test
+    void upstreamTrustThatCannotBeBuiltRefusesTheConnection() throws Exception {
+        try (Fixture f = fixture(() -> {
+            throw new SupervisorException("no trust store");
+        });
+             SSLSocket tls = workloadTls(f.connect(who("/usr/bin/curl"), loopback(), upstream.getLocalPort()),
+                     f.mediation.interceptionCaPem(), "api.test")) {
+            send(tls, "GET /repos/acme/x HTTP/1.1\r\nHost: api.test\r\n\r\n");
+            Fixture.Response r = read(new HttpInput(tls.getInputStream(), 4096), "GET");
+            assertEquals(502, r.status());
+            assertTrue(r.body().contains("UPSTREAM_TLS"), r.body());
+            assertTrue(f.lastAudit("tls").contains("UPSTREAM_TLS"));
         }
     }
 
