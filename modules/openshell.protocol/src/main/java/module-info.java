@@ -157,7 +157,9 @@
  * <tr><td>KEEPALIVE_INTERVAL</td><td>5 s</td><td>supervisor link</td>
  *     <td>an HTTP/2 PING after this much read silence</td></tr>
  * <tr><td>KEEPALIVE_TIMEOUT</td><td>10 s</td><td>both ends</td>
- *     <td>a link with nothing read for this long is closed (PEER_SILENT)</td></tr>
+ *     <td>a link whose peer was heard nowhere for this long is closed (PEER_SILENT): a read on the
+ *     link, or the peer's frames on the link's descriptor lane ({@code SupervisorLink.heard},
+ *     {@code RuntimeEndpoint.linkHeard})</td></tr>
  * <tr><td>LEDGER_CAPACITY</td><td>4096</td><td>ControlLedger (one per generation)</td>
  *     <td>the oldest request id is forgotten</td></tr>
  * <tr><td>EXEC_ADMISSION_WINDOW</td><td>30 s</td><td>caller of exec</td>

@@ -1,5 +1,7 @@
 package openshell.protocol;
 
+import io.grpc.Context;
+import io.grpc.Contexts;
 import io.grpc.ForwardingServerCall;
 import io.grpc.Metadata;
 import io.grpc.ServerCall;
@@ -50,14 +52,18 @@ final class BearerCheck implements ServerInterceptor {
             link.close(Refusal.CONNECTION_LIMIT);
             return refused;
         }
+        // The service's calls can tell the watchdog that this link's supervisor was heard elsewhere.
+        Runnable heard = link::heard;
+        Context withLink = Context.current().withValue(RuntimeEndpoint.LINK_HEARD, heard);
+        ServerCallHandler<Q, R> inScope = (c, h) -> Contexts.interceptCall(withLink, c, h, next);
         String method = call.getMethodDescriptor().getFullMethodName();
         if (method.equals(SandboxRuntimeGrpc.getAttachMethod().getFullMethodName())) {
-            return attach(call, headers, next, link, claims);
+            return attach(call, headers, inScope, link, claims);
         }
         if (!endpoint.gate().isLive(link)) {
             return refuse(call, Status.FAILED_PRECONDITION, Refusal.ATTACH_CONFLICT, "link is not attached");
         }
-        return next.startCall(call, headers);
+        return inScope.startCall(call, headers);
     }
 
     private <Q, R> ServerCall.Listener<Q> attach(ServerCall<Q, R> call, Metadata headers, ServerCallHandler<Q, R> next,

@@ -44,6 +44,8 @@ public final class RuntimeEndpoint implements AutoCloseable {
     // Short: the process driver starts the runtime before its supervisor listens, and a failed Unix dial costs one syscall.
     private static final Duration REDIAL_MAX = Duration.ofMillis(250);
     private static final Duration WATCHDOG_PERIOD = Duration.ofMillis(500);
+    /** The current call's link's {@link ServedLink#heard()}, set by {@link BearerCheck} on every admitted call. */
+    static final io.grpc.Context.Key<Runnable> LINK_HEARD = io.grpc.Context.key("openshell-link-heard");
 
     private final Transport transport;
     private final Initiator initiator;
@@ -283,7 +285,7 @@ public final class RuntimeEndpoint implements AutoCloseable {
     private void watchdog() {
         long now = System.nanoTime();
         for (ServedLink link : links) {
-            long quietNanos = now - link.lastReadNanos();
+            long quietNanos = now - link.lastHeardNanos();
             if (quietNanos > ProtocolLimits.KEEPALIVE_TIMEOUT.toNanos()) {
                 if (link.isOpen()) {
                     // Said once per link: on an overloaded host a starved supervisor looks like this.
@@ -293,6 +295,20 @@ public final class RuntimeEndpoint implements AutoCloseable {
                 link.close(Refusal.PEER_SILENT);
             }
         }
+    }
+
+    /**
+     * For a service, on the thread of one of its calls: marks that the supervisor of the link the
+     * call arrived on was heard outside the link. The runtime's keepalive watchdog judges the
+     * supervisor by the link alone otherwise, and a supervisor busy deciding a flood of connects on
+     * the descriptor lane answers pings late: the lane's decisions show it is there. Capture it
+     * during the call (the stream that keyed the lane) and run it on each decision.
+     *
+     * @return the link's mark, or one that does nothing outside a call
+     */
+    public static Runnable linkHeard() {
+        Runnable heard = LINK_HEARD.get();
+        return heard != null ? heard : () -> { };
     }
 
     void schedule(Duration delay, Runnable task) {

@@ -45,6 +45,7 @@ final class ServedLink implements ConnectionContext {
     private final java.util.concurrent.CountDownLatch ended = new java.util.concurrent.CountDownLatch(1);
     private volatile LinkExecutor executor;
     private volatile boolean promoted;
+    private volatile long heardNanos = System.nanoTime();
     private volatile long epoch;
     private volatile TlsSocket helidonSocket;
     private volatile DataReader reader;
@@ -140,8 +141,19 @@ final class ServedLink implements ConnectionContext {
         return promoted;
     }
 
-    long lastReadNanos() {
-        return socket.lastReadNanos();
+    /**
+     * When this link's supervisor was last heard: a read on the link, or a sign of it elsewhere
+     * ({@link #heard()}). The keepalive watchdog closes the link after too long without either.
+     */
+    long lastHeardNanos() {
+        long read = socket.lastReadNanos();
+        long elsewhere = heardNanos;
+        return elsewhere - read > 0 ? elsewhere : read;
+    }
+
+    /** The supervisor of this link was heard outside it: its decisions on the link's descriptor lane. */
+    void heard() {
+        heardNanos = System.nanoTime();
     }
 
     boolean isOpen() {

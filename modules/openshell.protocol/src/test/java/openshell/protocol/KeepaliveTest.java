@@ -64,6 +64,38 @@ class KeepaliveTest {
     }
 
     /**
+     * The runtime's side of the same: a supervisor heard on the lane (its decisions, marked by the
+     * service through {@link RuntimeEndpoint#linkHeard()}) is not silent while its link says
+     * nothing, as under a flood of lane decisions; heard nowhere, it is dropped within the timeout.
+     */
+    @Test
+    void aSupervisorHeardElsewhereIsNotSilentToTheRuntimeUntilItIsHeardNowhere() throws Exception {
+        try (Launch launch = new Launch(Launch.Kind.TCP, Initiator.SUPERVISOR);
+             BlackHole hole = new BlackHole(((Transport.Tcp) launch.runtime.listening().orElseThrow()).address())) {
+            try (SupervisorLink link = throughHole(launch, hole).connect()) {
+                Launch.blocking(link).attach(Launch.attachRequest("a"));
+                Runnable runtimeHeard = launch.service.linkHeard;
+                hole.freeze();
+                long until = System.nanoTime() + ProtocolLimits.KEEPALIVE_TIMEOUT.plusSeconds(3).toNanos();
+                while (System.nanoTime() < until) {
+                    link.heard();
+                    runtimeHeard.run();
+                    Thread.sleep(500);
+                }
+                assertEquals(1, launch.runtime.linkCount(), "the runtime dropped a link whose supervisor it heard every 500 ms");
+                long since = System.nanoTime();
+                long deadline = since + ProtocolLimits.KEEPALIVE_TIMEOUT.plusSeconds(10).toNanos();
+                while (launch.runtime.linkCount() > 0 && System.nanoTime() < deadline) {
+                    Thread.sleep(100);
+                }
+                Duration dropped = Duration.ofNanos(System.nanoTime() - since);
+                assertEquals(0, launch.runtime.linkCount(), "heard nowhere, the link must go");
+                assertTrue(dropped.compareTo(ProtocolLimits.KEEPALIVE_TIMEOUT.plusSeconds(2)) <= 0, "dropped after " + dropped);
+            }
+        }
+    }
+
+    /**
      * Hearing the runtime on the lane must not stop the pings: the runtime reads only the link, and
      * a link without them is closed by the runtime's own watchdog (the 20-sandbox scale level lost
      * its links that way while the lanes were busy).

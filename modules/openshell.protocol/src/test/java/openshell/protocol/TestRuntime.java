@@ -54,6 +54,8 @@ import openshell.protocol.wire.WaitResult;
 final class TestRuntime extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
     final ControlLedger ledger;
     final AtomicInteger executions = new AtomicInteger();
+    /** {@link RuntimeEndpoint#linkHeard()} as the last control call saw it. */
+    volatile Runnable linkHeard = () -> { };
     final Map<Long, DnsAnswer> dnsAnswers = new ConcurrentHashMap<>();
     /** Relays the supervisor cancelled, as this service was told (CreditedStream's cancel handler). */
     final AtomicInteger relayCancels = new AtomicInteger();
@@ -69,6 +71,7 @@ final class TestRuntime extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
     }
 
     private <R extends Message> void control(Message request, StreamObserver<R> observer, Supplier<R> operation) {
+        linkHeard = RuntimeEndpoint.linkHeard();
         R result;
         try {
             result = ledger.execute(request, () -> {

@@ -42,6 +42,7 @@ import openshell.protocol.CreditedStream;
 import openshell.protocol.DescriptorLane;
 import openshell.protocol.ExecAdmission;
 import openshell.protocol.ProtocolException;
+import openshell.protocol.RuntimeEndpoint;
 import openshell.protocol.wire.AttachRequest;
 import openshell.protocol.wire.AttachResult;
 import openshell.protocol.wire.ConfirmRequest;
@@ -487,11 +488,14 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
         }
         ServerCallStreamObserver<PendingConnection> call = (ServerCallStreamObserver<PendingConnection>) observer;
         control.supervision(true);
+        // Taken on the call's thread: the lane's decisions show the link's keepalive watchdog that
+        // the supervisor is there, however late a flood of them makes it answer pings.
+        Runnable supervisorHeard = RuntimeEndpoint.linkHeard();
         Thread.ofVirtual().name("pending-connections").start(() -> {
             Optional<HandoffChannel> channel = linkSocket.flatMap(HandoffChannel::connect);
             handoff = channel;
             AtomicBoolean laneLost = new AtomicBoolean();
-            boolean keyed = channel.isPresent() && keyLane(channel.get(), request, laneLost);
+            boolean keyed = channel.isPresent() && keyLane(channel.get(), request, laneLost, supervisorHeard);
             try {
                 // Also ends when supervision is gone (the link dropped, or the supervisor ended its
                 // DNS stream): a cancel of a dead link's call may never arrive. A keyed lane that
@@ -557,7 +561,8 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
      *
      * @return whether the lane is keyed
      */
-    private boolean keyLane(HandoffChannel channel, PendingConnectionsRequest request, AtomicBoolean lost) {
+    private boolean keyLane(HandoffChannel channel, PendingConnectionsRequest request, AtomicBoolean lost,
+                            Runnable supervisorHeard) {
         if (request.getLaneKey().size() != DescriptorLane.KEY_BYTES) {
             return false;
         }
@@ -565,11 +570,13 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
             channel.key(request.getLaneKey().toByteArray(), new HandoffChannel.Receiver() {
                 @Override
                 public void decision(RelayDecision decision) {
+                    supervisorHeard.run();
                     laneDecision(decision);
                 }
 
                 @Override
                 public void answer(DnsAnswer answer) {
+                    supervisorHeard.run();
                     laneAnswers.accept(answer);
                 }
             }, () -> lost.set(true));
