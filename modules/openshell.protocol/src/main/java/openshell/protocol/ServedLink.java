@@ -175,21 +175,25 @@ final class ServedLink implements ConnectionContext {
 
     void close(Refusal reason) {
         if (open.compareAndSet(true, false)) {
-            closedFor.compareAndSet(null, reason);
-            endpoint.census().release(this, promoted);
-            endpoint.forget(this);
+            // Whatever throws below, the dialer waiting for this link's end must wake and redial.
             try {
-                socket.close();
-            } catch (IOException ignored) {
-                // closing: nothing left to report to
+                closedFor.compareAndSet(null, reason);
+                endpoint.census().release(this, promoted);
+                endpoint.forget(this);
+                try {
+                    socket.close();
+                } catch (IOException ignored) {
+                    // closing: nothing left to report to
+                }
+                // Helidon 4.1.7 does not end a stream task waiting for frames when its connection
+                // ends (nor one waiting for its call to close, see StreamRelease): end them here.
+                LinkExecutor running = executor;
+                if (running != null) {
+                    running.interruptAll();
+                }
+            } finally {
+                ended.countDown();
             }
-            // Helidon 4.1.7 does not end a stream task waiting for frames when its connection
-            // ends (nor one waiting for its call to close, see StreamRelease): end them here.
-            LinkExecutor running = executor;
-            if (running != null) {
-                running.interruptAll();
-            }
-            ended.countDown();
         }
     }
 
