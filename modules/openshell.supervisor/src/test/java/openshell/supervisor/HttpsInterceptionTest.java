@@ -185,14 +185,8 @@ class HttpsInterceptionTest {
     void upstreamTrustThatCannotBeBuiltRefusesTheConnection() throws Exception {
         try (Fixture f = fixture(() -> {
             throw new SupervisorException("no trust store");
-        });
-             SSLSocket tls = workloadTls(f.connect(who("/usr/bin/curl"), loopback(), upstream.getLocalPort()),
-                     f.mediation.interceptionCaPem(), "api.test")) {
-            send(tls, "GET /repos/acme/x HTTP/1.1\r\nHost: api.test\r\n\r\n");
-            Fixture.Response r = read(new HttpInput(tls.getInputStream(), 4096), "GET");
-            assertEquals(502, r.status());
-            assertTrue(r.body().contains("UPSTREAM_TLS"), r.body());
-            assertTrue(f.lastAudit("tls").contains("UPSTREAM_TLS"));
+        })) {
+            assertRequestAnswered502UpstreamTls(f);
         }
     }
 
@@ -208,9 +202,15 @@ class HttpsInterceptionTest {
 
     @Test
     void upstreamFailingVerificationAnswers502() throws Exception {
-        try (Fixture f = fixture(false);
-             SSLSocket tls = workloadTls(f.connect(who("/usr/bin/curl"), loopback(), upstream.getLocalPort()),
-                     f.mediation.interceptionCaPem(), "api.test")) {
+        try (Fixture f = fixture(false)) {
+            assertRequestAnswered502UpstreamTls(f);
+        }
+    }
+
+    /** The workload's intercepted TLS request is answered 502 UPSTREAM_TLS, and audited so. */
+    private void assertRequestAnswered502UpstreamTls(Fixture f) throws Exception {
+        try (SSLSocket tls = workloadTls(f.connect(who("/usr/bin/curl"), loopback(), upstream.getLocalPort()),
+                f.mediation.interceptionCaPem(), "api.test")) {
             send(tls, "GET /repos/acme/x HTTP/1.1\r\nHost: api.test\r\n\r\n");
             Fixture.Response r = read(new HttpInput(tls.getInputStream(), 4096), "GET");
             assertEquals(502, r.status());
