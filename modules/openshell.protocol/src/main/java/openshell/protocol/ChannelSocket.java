@@ -83,6 +83,15 @@ final class ChannelSocket extends Socket {
         return lastReadNanos;
     }
 
+    /**
+     * @param elsewhereNanos when the peer was last heard outside this socket (its descriptor lane)
+     * @return the later of that and this socket's last read: when the peer was last heard at all
+     */
+    long lastHeardNanos(long elsewhereNanos) {
+        long read = lastReadNanos;
+        return elsewhereNanos - read > 0 ? elsewhereNanos : read;
+    }
+
     boolean isUnix() {
         try {
             return channel.getRemoteAddress() instanceof UnixDomainSocketAddress;

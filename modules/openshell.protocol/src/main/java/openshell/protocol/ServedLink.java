@@ -146,9 +146,7 @@ final class ServedLink implements ConnectionContext {
      * ({@link #heard()}). The keepalive watchdog closes the link after too long without either.
      */
     long lastHeardNanos() {
-        long read = socket.lastReadNanos();
-        long elsewhere = heardNanos;
-        return elsewhere - read > 0 ? elsewhere : read;
+        return socket.lastHeardNanos(heardNanos);
     }
 
     /** The supervisor of this link was heard outside it: its decisions on the link's descriptor lane. */

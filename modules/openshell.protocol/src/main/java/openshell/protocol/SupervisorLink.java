@@ -145,15 +145,13 @@ public final class SupervisorLink implements AutoCloseable {
                 return;
             }
             long now = System.nanoTime();
-            long lastRead = socket.lastReadNanos();
-            long heard = heardNanos;
             // Silent only if heard nowhere; but ping whenever the link itself is quiet, or the
             // runtime, which reads only the link, would take us for silent in turn.
-            if (now - (heard - lastRead > 0 ? heard : lastRead) > ProtocolLimits.KEEPALIVE_TIMEOUT.toNanos()) {
+            if (now - socket.lastHeardNanos(heardNanos) > ProtocolLimits.KEEPALIVE_TIMEOUT.toNanos()) {
                 close(Refusal.PEER_SILENT);
                 return;
             }
-            long quiet = now - lastRead;
+            long quiet = now - socket.lastReadNanos();
             if (quiet > ProtocolLimits.KEEPALIVE_INTERVAL.toNanos()
                     && now - lastPingNanos > ProtocolLimits.KEEPALIVE_INTERVAL.toNanos()) {
                 lastPingNanos = now;

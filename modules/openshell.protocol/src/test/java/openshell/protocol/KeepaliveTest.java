@@ -35,10 +35,7 @@ class KeepaliveTest {
 
                 hole.freeze();
                 assertClosedSilentWithinTheTimeout(link, System.nanoTime());
-                long deadline = System.nanoTime() + ProtocolLimits.KEEPALIVE_TIMEOUT.plusSeconds(10).toNanos();
-                while (launch.runtime.linkCount() > 0 && System.nanoTime() < deadline) {
-                    Thread.sleep(100);
-                }
+                awaitRuntimeDropped(launch);
                 assertEquals(0, launch.runtime.linkCount(), "the runtime side drops the silent link too");
             }
         }
@@ -83,12 +80,7 @@ class KeepaliveTest {
                     Thread.sleep(500);
                 }
                 assertEquals(1, launch.runtime.linkCount(), "the runtime dropped a link whose supervisor it heard every 500 ms");
-                long since = System.nanoTime();
-                long deadline = since + ProtocolLimits.KEEPALIVE_TIMEOUT.plusSeconds(10).toNanos();
-                while (launch.runtime.linkCount() > 0 && System.nanoTime() < deadline) {
-                    Thread.sleep(100);
-                }
-                Duration dropped = Duration.ofNanos(System.nanoTime() - since);
+                Duration dropped = awaitRuntimeDropped(launch);
                 assertEquals(0, launch.runtime.linkCount(), "heard nowhere, the link must go");
                 assertTrue(dropped.compareTo(ProtocolLimits.KEEPALIVE_TIMEOUT.plusSeconds(2)) <= 0, "dropped after " + dropped);
             }
@@ -121,6 +113,16 @@ class KeepaliveTest {
                 .pin(launch.tls.pin())
                 .tokens(launch.slot)
                 .build();
+    }
+
+    /** Waits (bounded) until the runtime holds no link; returns how long that took. */
+    private static Duration awaitRuntimeDropped(Launch launch) throws InterruptedException {
+        long since = System.nanoTime();
+        long deadline = since + ProtocolLimits.KEEPALIVE_TIMEOUT.plusSeconds(10).toNanos();
+        while (launch.runtime.linkCount() > 0 && System.nanoTime() < deadline) {
+            Thread.sleep(100);
+        }
+        return Duration.ofNanos(System.nanoTime() - since);
     }
 
     /** The link closes PEER_SILENT within the keepalive timeout (and a little) of {@code since}. */
