@@ -74,6 +74,10 @@ if [ -f "$staging/native/openshell-launcher" ]; then
     chmod 755 "$out/lib/openshell-launcher"
 fi
 cp "$src/$name.args" "$out/conf/$name.args"
+# The JIT's compiler directives, where an image has them (conf/NAME.jit.json, named by its .args).
+if [ -f "$src/$name.jit.json" ]; then
+    cp "$src/$name.jit.json" "$out/conf/$name.jit.json"
+fi
 # Signed jars (BouncyCastle's) lose their signature in the image: at every start the JDK parses and
 # checks a signed jar's per-entry digest list (bcprov: an 820 KB manifest and a 790 KB .SF) on first
 # use, and the AOT cache never archives a class of a signed jar. Inside this image a signature

@@ -30,6 +30,9 @@ class SupervisorImageTest {
     private static final String NAME = "openshell-supervisor";
     private static final String MAIN = "openshell.supervisor.SupervisorMain";
 
+    /** What the JVM prints once it has read the image's compiler directives. */
+    private static final String DIRECTIVES_ADDED = "2 compiler directives added";
+
     @Test
     void theImageLinksExactlyTheCommittedJdkModules() throws IOException {
         Set<String> expected = ImageFiles.committedList(ImageFiles.source(NAME, "jdk-modules.txt"));
@@ -112,20 +115,38 @@ class SupervisorImageTest {
                                 .getstatic(ClassDesc.of("com.sun.jna.Native"), "POINTER_SIZE", ConstantDescs.CD_int)
                                 .invokevirtual(printStream, "println", MethodTypeDesc.of(ConstantDescs.CD_void, ConstantDescs.CD_int))
                                 .return_())));
-        List<String> command = new ArrayList<>();
-        command.add(image.resolve("bin/java").toString());
-        for (String line : Files.readAllLines(image.resolve("conf/" + NAME + ".args"))) {
-            if (line.equals("-m")) {
-                break; // the supervisor's main module and class come last
-            }
-            command.add(line);
-        }
+        List<String> command = javaWithImageOptions(image);
         command.addAll(List.of("--add-modules=openshell.supervisor", "-cp", probe.toString(), "JnaProbe"));
         ImageFiles.Run run = ImageFiles.run(image, command);
         assertEquals(0, run.status(), run.toString());
         assertEquals("8", run.out().trim(), run.toString());
-        // No restricted-method warning: the image grants com.sun.jna native access.
-        assertEquals("", run.err(), run.toString());
+        // No restricted-method warning: the image grants com.sun.jna native access. The only VM
+        // output is the directives' count, which the image sends to stderr (never stdout).
+        assertEquals(DIRECTIVES_ADDED + "\n", run.err(), run.toString());
+    }
+
+    /**
+     * The supervisor compiles with C1 only, except the JDK's crypto and TLS code, which keeps C2
+     * (its intrinsics: AES-GCM, GHASH, SHA): tests/perf/README.md, "The JIT on the connect path".
+     */
+    @Test
+    void onlyCryptoAndTlsCodeReachesC2() throws Exception {
+        Path image = ImageFiles.image(NAME);
+        assertTrue(Files.isRegularFile(image.resolve("conf/" + NAME + ".jit.json")), "the image's compiler directives");
+        List<String> command = javaWithImageOptions(image);
+        command.addAll(List.of("-XX:+CompilerDirectivesPrint", "-version"));
+        ImageFiles.Run run = ImageFiles.run(image, command);
+        assertEquals(0, run.status(), run.toString());
+        String printed = run.out() + run.err();
+        assertTrue(printed.contains(DIRECTIVES_ADDED), printed);
+        int crypto = printed.indexOf("matching: sun/security/*.*, com/sun/crypto/provider/*.*");
+        int rest = printed.indexOf("matching: *.*");
+        assertTrue(crypto >= 0 && rest > crypto, printed);
+        // Each directive prints its C1 block, then its C2 block: C2 stays for crypto, is excluded for the rest.
+        String cryptoC2 = printed.substring(printed.indexOf("c2 directives:", crypto), rest);
+        assertTrue(cryptoC2.contains("Exclude:false"), cryptoC2);
+        String restC2 = printed.substring(printed.indexOf("c2 directives:", rest));
+        assertTrue(restC2.contains("Exclude:true"), restC2);
     }
 
     @Test
@@ -150,5 +171,18 @@ class SupervisorImageTest {
                 "SupervisorMain exists but the build trained no AOT cache (jlink/openshell-supervisor/src/image/train.sh)");
         String launcher = Files.readString(image.resolve("bin/" + NAME));
         assertTrue(launcher.contains("exec bin/java -XX:AOTCache=lib/" + NAME + ".aot @conf/" + NAME + ".args \"$@\""), launcher);
+    }
+
+    /** The image's java with its JVM options, without the supervisor's main module and class (which come last). */
+    private static List<String> javaWithImageOptions(Path image) throws IOException {
+        List<String> command = new ArrayList<>();
+        command.add(image.resolve("bin/java").toString());
+        for (String line : Files.readAllLines(image.resolve("conf/" + NAME + ".args"))) {
+            if (line.equals("-m")) {
+                break;
+            }
+            command.add(line);
+        }
+        return command;
     }
 }

@@ -769,8 +769,9 @@ public final class SandboxBenchmark {
         Path go = workspace.resolve("soak-go-" + count);
         List<String> ids = new ArrayList<>();
         List<ClientRun> runs = new ArrayList<>();
-        try {
-            soak(count, ratePerSandbox, seconds, go, ids, runs);
+        try (TimeWaitReuse reuse = TimeWaitReuse.enable(TimeWaitReuse.KNOB)) {
+            log("soak: net.ipv4.tcp_tw_reuse " + reuse.describe());
+            soak(count, ratePerSandbox, seconds, go, ids, runs, reuse.describe());
         } finally {
             for (ClientRun run : runs) {
                 run.close();
@@ -782,7 +783,8 @@ public final class SandboxBenchmark {
         }
     }
 
-    private void soak(int count, int ratePerSandbox, int seconds, Path go, List<String> ids, List<ClientRun> runs) throws Exception {
+    private void soak(int count, int ratePerSandbox, int seconds, Path go, List<String> ids, List<ClientRun> runs,
+                      String twReuse) throws Exception {
         for (int i = 0; i < count; i++) {
             Path output = workspace.resolve("soak-" + count + "-" + i + ".jsonl");
             List<String> argv = List.of(osperf.toString(), "rate", address, str(echoPort), str(deniedPort), str(ratePerSandbox),
@@ -823,6 +825,7 @@ public final class SandboxBenchmark {
         Map<String, Object> r = record("soak", ids.size() + (ids.size() == 1 ? " sandbox" : " sandboxes") + ", "
                 + (ratePerSandbox * ids.size()) + " connects/s for " + seconds + " s");
         r.putAll(tally.json(target));
+        r.put("tcp_tw_reuse", twReuse);
         r.put("violation_rules", "violation: a denied connect connected or failed other than EACCES/EPERM or a timeout, "
                 + "an allowed connect failed other than by a timeout (ETIMEDOUT, EAGAIN, EINPROGRESS), an agent did not report, "
                 + "a leak; reported only: achieved below target, timeouts, connects aborted by osperf's drain");

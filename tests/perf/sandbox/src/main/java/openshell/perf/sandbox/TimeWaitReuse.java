@@ -1,0 +1,54 @@
+package openshell.perf.sandbox;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * The host's {@code net.ipv4.tcp_tw_reuse} set to 1 for the soak, and put back after it.
+ *
+ * <p>Why: every soak connect ends in TIME_WAIT (60 s) on the side that closes first, which for a
+ * mediated connect is the supervisor's upstream socket and for a direct one the client's. With
+ * the default (2: reuse on loopback only) a host reaches one destination at most about
+ * 28,232 ports / 60 s = 470 new connections per second, however fast the proxy, and the kernel
+ * spends most of that in the ephemeral-port search (perf: {@code __inet_hash_connect},
+ * {@code __inet_check_established}: half the supervisor's CPU at 500/s). The issue's 1,000/s for
+ * 60 s to one destination needs reuse, as any client on the host would.
+ */
+final class TimeWaitReuse implements AutoCloseable {
+    static final Path KNOB = Path.of("/proc/sys/net/ipv4/tcp_tw_reuse");
+    /** The value the soak runs with: reuse a TIME_WAIT port for a new outgoing connection after 1 s. */
+    static final String SOAK_VALUE = "1";
+
+    private final Path knob;
+    private final String before;
+    private final boolean changed;
+
+    private TimeWaitReuse(Path knob, String before, boolean changed) {
+        this.knob = knob;
+        this.before = before;
+        this.changed = changed;
+    }
+
+    /** Sets the knob to {@link #SOAK_VALUE} unless it already is; fails loudly if it cannot. */
+    static TimeWaitReuse enable(Path knob) throws IOException {
+        String before = Files.readString(knob).trim();
+        if (before.equals(SOAK_VALUE)) {
+            return new TimeWaitReuse(knob, before, false);
+        }
+        Files.writeString(knob, SOAK_VALUE + "\n");
+        return new TimeWaitReuse(knob, before, true);
+    }
+
+    /** @return what the record says: the value used, and the host's own value if it was changed */
+    String describe() {
+        return changed ? SOAK_VALUE + " (host's " + before + ", restored after the soak)" : SOAK_VALUE + " (host's own)";
+    }
+
+    @Override
+    public void close() throws IOException {
+        if (changed) {
+            Files.writeString(knob, before + "\n");
+        }
+    }
+}
