@@ -15,29 +15,25 @@ import java.nio.file.Path;
  * {@code __inet_check_established}: half the supervisor's CPU at 500/s). The issue's 1,000/s for
  * 60 s to one destination needs reuse, as any client on the host would.
  */
-final class TimeWaitReuse implements AutoCloseable {
+record TimeWaitReuse(Path knob, String before, boolean changed, Thread onExit) implements AutoCloseable {
     static final Path KNOB = Path.of("/proc/sys/net/ipv4/tcp_tw_reuse");
     /** The value the soak runs with: reuse a TIME_WAIT port for a new outgoing connection after 1 s. */
     static final String SOAK_VALUE = "1";
 
-    private final Path knob;
-    private final String before;
-    private final boolean changed;
-
-    private TimeWaitReuse(Path knob, String before, boolean changed) {
-        this.knob = knob;
-        this.before = before;
-        this.changed = changed;
-    }
-
-    /** Sets the knob to {@link #SOAK_VALUE} unless it already is; fails loudly if it cannot. */
+    /**
+     * Sets the knob to {@link #SOAK_VALUE} unless it already is; fails loudly if it cannot. Until
+     * {@link #close}, a shutdown hook puts the host's value back if the harness is stopped (Ctrl-C,
+     * SIGTERM) during the soak.
+     */
     static TimeWaitReuse enable(Path knob) throws IOException {
         String before = Files.readString(knob).trim();
+        Thread onExit = Thread.ofPlatform().unstarted(() -> restore(knob, before));
         if (before.equals(SOAK_VALUE)) {
-            return new TimeWaitReuse(knob, before, false);
+            return new TimeWaitReuse(knob, before, false, onExit);
         }
         Files.writeString(knob, SOAK_VALUE + "\n");
-        return new TimeWaitReuse(knob, before, true);
+        Runtime.getRuntime().addShutdownHook(onExit);
+        return new TimeWaitReuse(knob, before, true, onExit);
     }
 
     /** @return what the record says: the value used, and the host's own value if it was changed */
@@ -48,7 +44,20 @@ final class TimeWaitReuse implements AutoCloseable {
     @Override
     public void close() throws IOException {
         if (changed) {
+            try {
+                Runtime.getRuntime().removeShutdownHook(onExit);
+            } catch (IllegalStateException shuttingDown) {
+                // the hook runs (or ran) anyway; writing the same value twice is harmless
+            }
             Files.writeString(knob, before + "\n");
+        }
+    }
+
+    private static void restore(Path knob, String before) {
+        try {
+            Files.writeString(knob, before + "\n");
+        } catch (IOException e) {
+            System.err.println("SandboxBenchmark: could not put net.ipv4.tcp_tw_reuse back to " + before + ": " + e.getMessage());
         }
     }
 }
