@@ -18,7 +18,9 @@ final class ResultsTable {
                 .append(machine.get("cpu")).append("), ").append(machine.get("memory_gib")).append(" GiB, kernel ")
                 .append(machine.get("kernel")).append(", JDK ").append(machine.get("java")).append("; load average ")
                 .append(machine.get("load_before")).append(" before, ").append(machine.get("load_after"))
-                .append(" after (the machine is shared with other builds).\n\nWhy the budgets are missed, the defects found "
+                .append(" after (the machine is shared with other builds); net.ipv4.tcp_tw_reuse ")
+                .append(machine.containsKey("tcp_tw_reuse") ? machine.get("tcp_tw_reuse") : "not recorded")
+                .append(".\n\nWhy the budgets are missed, the defects found "
                         + "and the recommended design changes: tests/perf/README.md, section sandbox.\n\n");
         List<?> all = (List<?>) doc.get("records");
         java.util.Set<String> earlier = new java.util.TreeSet<>();

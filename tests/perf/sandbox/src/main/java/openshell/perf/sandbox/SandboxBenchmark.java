@@ -114,6 +114,8 @@ public final class SandboxBenchmark {
     private long sinkPort;
     private long deniedPort;
     private String policy;
+    /** The host's net.ipv4.tcp_tw_reuse as the run used it ({@link TimeWaitReuse#describe}). */
+    private String twReuse = "not read";
     private String netSandbox;
     // The mediated side runs as a sandbox's agent writing to a file, not through exec: many short
     // mediated connections break a concurrent exec stream at this commit (tests/perf/README.md).
@@ -235,23 +237,29 @@ public final class SandboxBenchmark {
                     "OPENSHELL_RUNTIME_LAUNCHER", absolute("--runtime-launcher")));
             log("gateway up");
 
-            if (network()) {
-                scenarios();
-            }
-            if (selected("lifecycle")) {
-                guarded("lifecycle", this::lifecycle);
-            }
-            if (selected("scale")) {
-                guarded("scale", this::scale);
-            }
-            if (selected("soak")) {
-                // The soak's own sandboxes: it runs whether or not scale completed.
-                int most = full ? SCALE_LEVELS[SCALE_LEVELS.length - 1] : 2;
-                guarded("soak", () -> soak(1, SOAK_RATE));
-                guarded("soak", () -> soak(most, SOAK_RATE / most));
-            }
-            if (selected("decision")) {
-                guarded("decision", this::decision);
+            // A full run's tens of thousands of connects to one destination would otherwise measure
+            // the host's ephemeral-port search, on both sides (TimeWaitReuse says why).
+            try (TimeWaitReuse reuse = full ? TimeWaitReuse.enable(TimeWaitReuse.KNOB) : TimeWaitReuse.asIs(TimeWaitReuse.KNOB)) {
+                twReuse = reuse.describe();
+                log("net.ipv4.tcp_tw_reuse " + twReuse);
+                if (network()) {
+                    scenarios();
+                }
+                if (selected("lifecycle")) {
+                    guarded("lifecycle", this::lifecycle);
+                }
+                if (selected("scale")) {
+                    guarded("scale", this::scale);
+                }
+                if (selected("soak")) {
+                    // The soak's own sandboxes: it runs whether or not scale completed.
+                    int most = full ? SCALE_LEVELS[SCALE_LEVELS.length - 1] : 2;
+                    guarded("soak", () -> soak(1, SOAK_RATE));
+                    guarded("soak", () -> soak(most, SOAK_RATE / most));
+                }
+                if (selected("decision")) {
+                    guarded("decision", this::decision);
+                }
             }
         } catch (Exception e) {
             violations.add("the run did not finish: " + e);
@@ -263,7 +271,7 @@ public final class SandboxBenchmark {
         doc.put("benchmark", "openshell sandbox: mediated against direct (issue 9)");
         doc.put("mode", full ? "full" : "smoke");
         doc.put("started", started.toString());
-        doc.put("machine", machine(loadBefore));
+        doc.put("machine", machine(loadBefore, twReuse));
         doc.put("git_revision", gitRevision());
         doc.put("records", merged());
         doc.put("violations", violations);
@@ -769,9 +777,8 @@ public final class SandboxBenchmark {
         Path go = workspace.resolve("soak-go-" + count);
         List<String> ids = new ArrayList<>();
         List<ClientRun> runs = new ArrayList<>();
-        try (TimeWaitReuse reuse = TimeWaitReuse.enable(TimeWaitReuse.KNOB)) {
-            log("soak: net.ipv4.tcp_tw_reuse " + reuse.describe());
-            soak(count, ratePerSandbox, seconds, go, ids, runs, reuse.describe());
+        try {
+            soak(count, ratePerSandbox, seconds, go, ids, runs);
         } finally {
             for (ClientRun run : runs) {
                 run.close();
@@ -783,8 +790,7 @@ public final class SandboxBenchmark {
         }
     }
 
-    private void soak(int count, int ratePerSandbox, int seconds, Path go, List<String> ids, List<ClientRun> runs,
-                      String twReuse) throws Exception {
+    private void soak(int count, int ratePerSandbox, int seconds, Path go, List<String> ids, List<ClientRun> runs) throws Exception {
         for (int i = 0; i < count; i++) {
             Path output = workspace.resolve("soak-" + count + "-" + i + ".jsonl");
             List<String> argv = List.of(osperf.toString(), "rate", address, str(echoPort), str(deniedPort), str(ratePerSandbox),
@@ -1019,7 +1025,7 @@ public final class SandboxBenchmark {
         }
     }
 
-    private static Map<String, Object> machine(String loadBefore) throws IOException {
+    private static Map<String, Object> machine(String loadBefore, String twReuse) throws IOException {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("cores", Runtime.getRuntime().availableProcessors());
         m.put("cpu", Files.readAllLines(Path.of("/proc/cpuinfo")).stream().filter(l -> l.startsWith("model name"))
@@ -1030,6 +1036,7 @@ public final class SandboxBenchmark {
         m.put("java", System.getProperty("java.version"));
         m.put("load_before", loadBefore);
         m.put("load_after", loadAverage());
+        m.put("tcp_tw_reuse", twReuse);
         return m;
     }
 

@@ -5,7 +5,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 
 /**
- * The host's {@code net.ipv4.tcp_tw_reuse} set to 1 for the soak, and put back after it.
+ * The host's {@code net.ipv4.tcp_tw_reuse} set to 1 for a full run, and put back after it.
  *
  * <p>Why: every soak connect ends in TIME_WAIT (60 s) on the side that closes first, which for a
  * mediated connect is the supervisor's upstream socket and for a direct one the client's. With
@@ -13,17 +13,18 @@ import java.nio.file.Path;
  * 28,232 ports / 60 s = 470 new connections per second, however fast the proxy, and the kernel
  * spends most of that in the ephemeral-port search (perf: {@code __inet_hash_connect},
  * {@code __inet_check_established}: half the supervisor's CPU at 500/s). The issue's 1,000/s for
- * 60 s to one destination needs reuse, as any client on the host would.
+ * 60 s to one destination needs reuse, as any client on the host would; and tcp-connect's 40,000
+ * connects in about a minute (both sides) would otherwise time the port search instead of the mediation.
  */
 record TimeWaitReuse(Path knob, String before, boolean changed, Thread onExit) implements AutoCloseable {
     static final Path KNOB = Path.of("/proc/sys/net/ipv4/tcp_tw_reuse");
-    /** The value the soak runs with: reuse a TIME_WAIT port for a new outgoing connection after 1 s. */
+    /** The value a full run uses: reuse a TIME_WAIT port for a new outgoing connection after 1 s. */
     static final String SOAK_VALUE = "1";
 
     /**
      * Sets the knob to {@link #SOAK_VALUE} unless it already is; fails loudly if it cannot. Until
      * {@link #close}, a shutdown hook puts the host's value back if the harness is stopped (Ctrl-C,
-     * SIGTERM) during the soak.
+     * SIGTERM) meanwhile.
      */
     static TimeWaitReuse enable(Path knob) throws IOException {
         String before = Files.readString(knob).trim();
@@ -36,9 +37,15 @@ record TimeWaitReuse(Path knob, String before, boolean changed, Thread onExit) i
         return new TimeWaitReuse(knob, before, true, onExit);
     }
 
-    /** @return what the record says: the value used, and the host's own value if it was changed */
+    /** The knob as the host has it, left alone (a smoke run). */
+    static TimeWaitReuse asIs(Path knob) throws IOException {
+        String before = Files.readString(knob).trim();
+        return new TimeWaitReuse(knob, before, false, Thread.ofPlatform().unstarted(() -> { }));
+    }
+
+    /** @return what the results say: the value used, and the host's own value if it was changed */
     String describe() {
-        return changed ? SOAK_VALUE + " (host's " + before + ", restored after the soak)" : SOAK_VALUE + " (host's own)";
+        return changed ? SOAK_VALUE + " (host's " + before + ", restored after the run)" : before + " (host's own)";
     }
 
     @Override

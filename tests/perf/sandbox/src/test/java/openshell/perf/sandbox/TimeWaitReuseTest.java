@@ -13,7 +13,16 @@ class TimeWaitReuseTest {
         Path knob = Files.writeString(dir.resolve("tcp_tw_reuse"), "2\n");
         try (TimeWaitReuse reuse = TimeWaitReuse.enable(knob)) {
             assertEquals("1", Files.readString(knob).trim());
-            assertEquals("1 (host's 2, restored after the soak)", reuse.describe());
+            assertEquals("1 (host's 2, restored after the run)", reuse.describe());
+        }
+        assertEquals("2", Files.readString(knob).trim());
+    }
+
+    @Test
+    void aSmokeRunLeavesTheHostsValueAndSaysWhichItWas(@TempDir Path dir) throws Exception {
+        Path knob = Files.writeString(dir.resolve("tcp_tw_reuse"), "2\n");
+        try (TimeWaitReuse reuse = TimeWaitReuse.asIs(knob)) {
+            assertEquals("2 (host's own)", reuse.describe());
         }
         assertEquals("2", Files.readString(knob).trim());
     }
