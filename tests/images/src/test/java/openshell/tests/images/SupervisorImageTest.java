@@ -127,7 +127,7 @@ class SupervisorImageTest {
 
     /**
      * The supervisor compiles with C1 only, except the JDK's crypto and TLS code, which keeps C2
-     * (its intrinsics: AES-GCM, GHASH, SHA): tests/perf/README.md, "The JIT on the connect path".
+     * (its intrinsics: AES-GCM, GHASH, SHA): tests/perf/README.md, "The JIT and the soak's ports".
      */
     @Test
     void onlyCryptoAndTlsCodeReachesC2() throws Exception {
