@@ -19,20 +19,20 @@ import java.nio.file.Path;
 record TimeWaitReuse(Path knob, String before, boolean changed, Thread onExit) implements AutoCloseable {
     static final Path KNOB = Path.of("/proc/sys/net/ipv4/tcp_tw_reuse");
     /** The value a full run uses: reuse a TIME_WAIT port for a new outgoing connection after 1 s. */
-    static final String SOAK_VALUE = "1";
+    static final String RUN_VALUE = "1";
 
     /**
-     * Sets the knob to {@link #SOAK_VALUE} unless it already is; fails loudly if it cannot. Until
+     * Sets the knob to {@link #RUN_VALUE} unless it already is; fails loudly if it cannot. Until
      * {@link #close}, a shutdown hook puts the host's value back if the harness is stopped (Ctrl-C,
      * SIGTERM) meanwhile.
      */
     static TimeWaitReuse enable(Path knob) throws IOException {
         String before = Files.readString(knob).trim();
         Thread onExit = Thread.ofPlatform().unstarted(() -> restore(knob, before));
-        if (before.equals(SOAK_VALUE)) {
+        if (before.equals(RUN_VALUE)) {
             return new TimeWaitReuse(knob, before, false, onExit);
         }
-        Files.writeString(knob, SOAK_VALUE + "\n");
+        Files.writeString(knob, RUN_VALUE + "\n");
         Runtime.getRuntime().addShutdownHook(onExit);
         return new TimeWaitReuse(knob, before, true, onExit);
     }
@@ -45,7 +45,7 @@ record TimeWaitReuse(Path knob, String before, boolean changed, Thread onExit) i
 
     /** @return what the results say: the value used, and the host's own value if it was changed */
     String describe() {
-        return changed ? SOAK_VALUE + " (host's " + before + ", restored after the run)" : before + " (host's own)";
+        return changed ? RUN_VALUE + " (host's " + before + ", restored after the run)" : before + " (host's own)";
     }
 
     @Override
