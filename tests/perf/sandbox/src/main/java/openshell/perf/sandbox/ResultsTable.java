@@ -55,6 +55,21 @@ final class ResultsTable {
                             : "+" + num(r.get("added_p50_ms")) + " ms / x" + num(r.get("mediated_to_direct_p50")))
                     .append(" | ").append(budget(r)).append(" |\n");
         }
+        StringBuilder quiet = new StringBuilder();
+        for (Object o : records) {
+            Map<?, ?> r = (Map<?, ?>) o;
+            if (r.containsKey("mediated_quiet_after_ms")) {
+                quiet.append(quiet.isEmpty() ? "" : "; ").append(r.get("scenario")).append(" ").append(r.get("variant"))
+                        .append(": ").append(r.get("mediated_quiet_after_ms"));
+            }
+        }
+        if (!quiet.isEmpty()) {
+            s.append("\nThe mediated side of these runs is a fresh sandbox's agent; it starts once the sandbox's supervisor"
+                    + " and runtime use at most ").append(Math.round(SandboxBenchmark.QUIET_CPU_SHARE * 100))
+                    .append(" % of a core over ").append(SandboxBenchmark.QUIET_WINDOW.toMillis())
+                    .append(" ms (their start-up is the lifecycle's to measure). Quiet after, ms from Running (-1: not within ")
+                    .append(SandboxBenchmark.QUIET_WAIT.toSeconds()).append(" s): ").append(quiet).append(".\n");
+        }
         s.append("\n## Lifecycle (process driver)\n\n| Step | p50 (ms) | p95 (ms) | p99 (ms) |\n|---|---|---|---|\n");
         for (Object o : records) {
             Map<?, ?> r = (Map<?, ?>) o;

@@ -48,8 +48,10 @@ public final class SandboxBenchmark {
     static final int CONNECT_OPS = 2_000;
     /** Request/response pairs of tcp-rr per side. */
     static final int RR_OPS = 4_000;
-    /** Bytes sent per stream run (every connection together). */
+    /** Bytes sent per timed stream transfer (every connection together). */
     static final long STREAM_BYTES = 256L << 20;
+    /** osperf's STREAM_TIMED: timed transfers of STREAM_BYTES per stream run, after its warm-up. */
+    static final int OSPERF_STREAM_TIMED = 4;
     /** DNS queries per side (the DNS stream stalls like the connect announcements, see CONNECT_OPS). */
     static final int DNS_OPS = 500;
     /** Untimed operations before each run's ready line. */
@@ -78,6 +80,16 @@ public final class SandboxBenchmark {
     static final int FD_SLACK = 4;
     /** Longest wait for the counts to settle back after a soak. */
     static final Duration SETTLE = Duration.ofSeconds(30);
+    /**
+     * Before a mediated agent run starts timing, its sandbox's supervisor and runtime (with the
+     * runtime's children) must have used less than {@link #QUIET_CPU_SHARE} of one core over one
+     * window of {@link #QUIET_WINDOW}: their JVMs finish starting (compiles, a spare launcher) for
+     * a second or two after Running, on the two cores the client and the relay need. Past
+     * {@link #QUIET_WAIT} the run starts anyway, and the record says it did not settle.
+     */
+    static final Duration QUIET_WINDOW = Duration.ofMillis(500);
+    static final double QUIET_CPU_SHARE = 0.10;
+    static final Duration QUIET_WAIT = Duration.ofSeconds(20);
     /**
      * Longest any one client run may take (osperf's own alarm is 600 s); the soak's agents get it
      * twice: up to their ready line, and again from the start of the timed run to their report.
@@ -185,7 +197,8 @@ public final class SandboxBenchmark {
         if (only != null) {
             return Arrays.asList(only.split(",")).contains(scenario);
         }
-        return full || scenario.equals("tcp-rr");
+        // The smoke keeps one scenario per way of running the mediated side: exec, and an agent behind the quiet gate.
+        return full || scenario.equals("tcp-rr") || scenario.equals("tcp-stream");
     }
 
     private int run() throws Exception {
@@ -416,6 +429,30 @@ public final class SandboxBenchmark {
         return id;
     }
 
+    /**
+     * Waits until the sandbox's own processes are quiet ({@link #QUIET_CPU_SHARE} of a core over
+     * a {@link #QUIET_WINDOW}), at most {@link #QUIET_WAIT}.
+     *
+     * @return milliseconds until it was quiet, or -1 if it was not within the wait (logged)
+     */
+    private long awaitQuiet(String id) throws IOException, InterruptedException {
+        SandboxProcesses p = SandboxProcesses.of(id);
+        long started = System.nanoTime();
+        long limit = Math.round(QUIET_CPU_SHARE * QUIET_WINDOW.toMillis());
+        long before = p.cpuMillis();
+        while (System.nanoTime() - started < QUIET_WAIT.toNanos()) {
+            Thread.sleep(QUIET_WINDOW);
+            long now = p.cpuMillis();
+            // A child that exited takes its CPU out of the sum: such a window does not count as quiet.
+            if (now >= before && now - before <= limit) {
+                return (System.nanoTime() - started) / 1_000_000;
+            }
+            before = now;
+        }
+        log(id + ": still above " + pct(QUIET_CPU_SHARE) + " of a core after " + QUIET_WAIT + "; timing starts anyway");
+        return -1;
+    }
+
     private String createRunning(String name) throws IOException, InterruptedException {
         String id = gateway.create(name, policy, workspace, List.of("/bin/sleep", "infinity"));
         sandboxes.add(id);
@@ -491,6 +528,7 @@ public final class SandboxBenchmark {
         Map<Boolean, Side> sides = new LinkedHashMap<>();
         sides.put(false, new Side());
         sides.put(true, new Side());
+        List<Long> quiet = new ArrayList<>();
         for (int round = 0; round < ROUNDS; round++) {
             for (boolean mediated : new boolean[] {false, true}) {
                 List<String> argv = new ArrayList<>();
@@ -500,8 +538,14 @@ public final class SandboxBenchmark {
                 ClientRun run;
                 if (mediated && agentSide) {
                     Path output = workspace.resolve("agent-" + records.size() + "-" + round + ".jsonl");
+                    // The agent waits for this file before its warm-up; it appears once the sandbox is quiet.
+                    Path start = workspace.resolve("agent-" + records.size() + "-" + round + ".start");
+                    argv.add(start.toString());
                     agent = startAgent("perf-agent-" + records.size() + "-" + round, argv, output);
                     run = ClientRun.agentFile("agent " + agent + ": " + String.join(" ", argv), output, RUN_DEADLINE);
+                    gateway.awaitRunning(agent);
+                    quiet.add(awaitQuiet(agent));
+                    Files.writeString(start, "go");
                 } else {
                     run = mediated ? gateway.exec(netSandbox, argv, RUN_DEADLINE) : ClientRun.host(argv, RUN_DEADLINE);
                 }
@@ -523,6 +567,10 @@ public final class SandboxBenchmark {
         Map<String, Object> r = record(scenario, variant);
         r.put("direct", direct);
         r.put("mediated", mediated);
+        if (!quiet.isEmpty()) {
+            // Per mediated round: ms from Running until the sandbox was quiet, -1 if it never was.
+            r.put("mediated_quiet_after_ms", quiet);
+        }
         if (scenario.equals("tcp-stream")) {
             double ratio = (double) mediated.get("throughput_mib_s") / (double) direct.get("throughput_mib_s");
             r.put("mediated_to_direct", round3(ratio));

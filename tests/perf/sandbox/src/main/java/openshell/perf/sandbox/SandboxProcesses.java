@@ -54,6 +54,37 @@ record SandboxProcesses(long supervisor, long runtime) {
         return new SandboxProcesses(supervisor, runtime);
     }
 
+    /** Linux's USER_HZ: the unit of the CPU times in {@code /proc/PID/stat}, 100 on every architecture this runs on. */
+    static final long TICKS_PER_SECOND = 100;
+
+    /**
+     * @return user and system CPU, in milliseconds, of the supervisor and of the runtime with all
+     *         its descendants (the agent, a launcher): the live ones, and those reaped
+     */
+    long cpuMillis() {
+        return treeCpuMillis(supervisor) + treeCpuMillis(runtime);
+    }
+
+    /** @return as {@link #cpuMillis()}, of one process and its descendants; 0 for a process that is gone */
+    static long treeCpuMillis(long pid) {
+        long sum;
+        try {
+            String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
+            // After the command name (which may hold spaces and parentheses): fields 14-17 are utime,
+            // stime, cutime and cstime; the last two hold the children it has reaped (a probe, a launcher).
+            String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+            sum = (Long.parseLong(f[11]) + Long.parseLong(f[12]) + Long.parseLong(f[13]) + Long.parseLong(f[14]))
+                    * 1000 / TICKS_PER_SECOND;
+            for (long child : children(pid)) {
+                sum += treeCpuMillis(child);
+            }
+        } catch (IOException e) {
+            // Exited meanwhile: NoSuchFileException, or ESRCH from a process reaped while being read.
+            return 0;
+        }
+        return sum;
+    }
+
     /** What one process holds right now. */
     record Holdings(double rssMib, double pssMib, long threads, long fds, long sockets, long children) {
         Map<String, Object> json() {
