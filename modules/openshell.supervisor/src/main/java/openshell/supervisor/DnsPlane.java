@@ -4,10 +4,12 @@ import java.io.IOException;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
@@ -39,11 +41,25 @@ final class DnsPlane {
     static final Duration RETRY_BACKOFF = Duration.ofMillis(100);
     /** Longest wait for one host resolution. */
     static final Duration RESOLVE_TIMEOUT = Duration.ofSeconds(5);
+    /**
+     * How long a host resolution is reused for the same name. Each resolution runs on a virtual
+     * thread of its own, so that a hung lookup can be timed out; a name asked again within this
+     * time (a client's retries, a build's many lookups) skips that hand-off. Short, so a change on
+     * the host's DNS reaches the sandbox within seconds of the host's own cache.
+     */
+    static final Duration RESOLVED_TTL = Duration.ofSeconds(5);
+    /** Most names whose resolution is kept; a full table keeps no more until some expire. */
+    static final int MAX_RESOLVED_NAMES = 1024;
 
     private final SandboxMediation mediation;
     private final HostResolver resolver;
     private final Semaphore inFlight;
     private final int maxInFlight;
+    private final ConcurrentHashMap<String, Resolved> resolved = new ConcurrentHashMap<>();
+
+    /** A host resolution and when it stops being reused. */
+    private record Resolved(List<InetAddress> addresses, Instant expires) {
+    }
 
     DnsPlane(SandboxMediation mediation, HostResolver resolver, int maxInFlight) {
         this.mediation = mediation;
@@ -145,7 +161,7 @@ final class DnsPlane {
             addresses = List.of(alias.get());
         } else {
             try {
-                addresses = resolve(q.name());
+                addresses = resolveReusing(q.name());
             } catch (UnknownHostException e) {
                 mediation.metrics().dnsQuery("nxdomain");
                 answerQuietly(query, DnsMessage.response(q, DnsMessage.RCODE_NXDOMAIN));
@@ -186,6 +202,31 @@ final class DnsPlane {
         answerQuietly(query, DnsMessage.response(q, DnsMessage.RCODE_NOERROR, answers, (int) ANSWER_TTL.toSeconds()));
         mediation.audit(line.get().field("answer", answers.size() + " addresses" + (aliased ? " (operator alias)" : "")
                 + (refused > 0 ? ", " + refused + " of a refused class dropped" : "")));
+    }
+
+    /**
+     * A resolution of the last {@link #RESOLVED_TTL}, or a new one (kept if the table has room
+     * once expired entries are dropped). Failures are never kept.
+     */
+    private List<InetAddress> resolveReusing(String name) throws IOException {
+        Instant now = mediation.clock().instant();
+        Resolved kept = resolved.get(name);
+        if (kept != null && now.isBefore(kept.expires())) {
+            return kept.addresses();
+        }
+        List<InetAddress> addresses = List.copyOf(resolve(name));
+        if (resolved.size() >= MAX_RESOLVED_NAMES) {
+            resolved.values().removeIf(r -> !now.isBefore(r.expires()));
+        }
+        if (resolved.size() < MAX_RESOLVED_NAMES || resolved.containsKey(name)) {
+            resolved.put(name, new Resolved(addresses, now.plus(RESOLVED_TTL)));
+        }
+        return addresses;
+    }
+
+    /** @return how many names have a kept resolution, expired or not (for tests of the bound) */
+    int resolvedNames() {
+        return resolved.size();
     }
 
     /** Resolves with bounded retries of transient failures; a name that does not exist is not retried. */

@@ -582,6 +582,11 @@ final class SandboxMediation implements AutoCloseable {
         return metrics;
     }
 
+    /** @return the DNS plane, for tests of its bounds */
+    DnsPlane dnsPlane() {
+        return dns;
+    }
+
     Clock clock() {
         return clock;
     }

@@ -207,6 +207,60 @@ class DnsPlaneTest {
     }
 
     @Test
+    void aNameAskedAgainWithinItsTimeIsNotResolvedAgain() throws Exception {
+        AtomicInteger lookups = new AtomicInteger();
+        MutableClock clock = new MutableClock();
+        HostResolver counting = name -> {
+            lookups.incrementAndGet();
+            return table().resolve(name);
+        };
+        try (Fixture f = Fixture.start(POLICY, b -> b.resolver(counting).clock(clock))) {
+            IdentityResolution curl = who("/usr/bin/curl");
+            List<InetAddress> db = List.of(InetAddress.ofLiteral("10.20.30.40"));
+            assertEquals(db, decode(f.resolve(curl, "db.corp.test"))[1]);
+            clock.advance(DnsPlane.RESOLVED_TTL.minusMillis(1));
+            assertEquals(db, decode(f.resolve(curl, "DB.corp.test"))[1]);
+            assertEquals(1, lookups.get(), "asked again within its time: the kept resolution");
+            clock.advance(java.time.Duration.ofMillis(1));
+            assertEquals(db, decode(f.resolve(curl, "db.corp.test"))[1]);
+            assertEquals(2, lookups.get(), "resolved again once its time is up");
+            // A failure is never kept: each query asks the host again.
+            assertEquals(DnsMessage.RCODE_NXDOMAIN, decode(f.resolve(curl, "gone.corp.test"))[0]);
+            assertEquals(DnsMessage.RCODE_NXDOMAIN, decode(f.resolve(curl, "gone.corp.test"))[0]);
+            assertEquals(4, lookups.get());
+        }
+    }
+
+    @Test
+    void theTableOfKeptResolutionsIsBounded() throws Exception {
+        AtomicInteger lookups = new AtomicInteger();
+        MutableClock clock = new MutableClock();
+        HostResolver any = name -> {
+            int n = lookups.incrementAndGet();
+            return List.of(InetAddress.ofLiteral("10.9." + (n / 256 % 256) + "." + (n % 256)));
+        };
+        try (Fixture f = Fixture.start(POLICY, b -> b.resolver(any).clock(clock))) {
+            IdentityResolution curl = who("/usr/bin/curl");
+            for (int i = 0; i < DnsPlane.MAX_RESOLVED_NAMES; i++) {
+                assertEquals(DnsMessage.RCODE_NOERROR, decode(f.resolve(curl, "n" + i + ".corp.test"))[0]);
+            }
+            assertEquals(DnsPlane.MAX_RESOLVED_NAMES, f.mediation.dnsPlane().resolvedNames());
+            // One past the bound is answered, but not kept: asked again, it is resolved again.
+            f.resolve(curl, "extra.corp.test");
+            f.resolve(curl, "extra.corp.test");
+            assertEquals(DnsPlane.MAX_RESOLVED_NAMES + 2, lookups.get());
+            assertEquals(DnsPlane.MAX_RESOLVED_NAMES, f.mediation.dnsPlane().resolvedNames());
+            // A kept name is still reused at the bound.
+            f.resolve(curl, "n0.corp.test");
+            assertEquals(DnsPlane.MAX_RESOLVED_NAMES + 2, lookups.get());
+            // Once they have expired, a new name makes room by dropping them.
+            clock.advance(DnsPlane.RESOLVED_TTL);
+            f.resolve(curl, "later.corp.test");
+            assertEquals(1, f.mediation.dnsPlane().resolvedNames());
+        }
+    }
+
+    @Test
     void pinTableBounds() {
         MutableClock clock = new MutableClock();
         DnsPins pins = new DnsPins(clock);
