@@ -137,7 +137,8 @@ final class SandboxLifecycle {
         sessions.disconnect(record.id());
         driver(record).stop(record.id(), record.provisioned().state());
         sessions.note(record.id(), "stopped");
-        return store.update(record.withState(SandboxState.STOPPED));
+        // The state alone: the session's last epoch refresh may have moved the record since it was read.
+        return store.setState(record.id(), SandboxState.STOPPED);
     }
 
     /** Launches a stopped sandbox again: new lineage, next generation, epoch 1 of that lineage. */
@@ -162,7 +163,8 @@ final class SandboxLifecycle {
 
     /** The trusted cleanup path: the driver removes everything, supervisor or not, then the record goes. */
     void delete(SandboxRecord record) {
-        store.update(record.withState(SandboxState.DELETING));
+        // The state alone, so a delete right after Running does not fail on the session's first epoch refresh.
+        store.setState(record.id(), SandboxState.DELETING);
         sessions.disconnect(record.id());
         driver(record).delete(record.id(), record.provisioned().state());
         store.delete(record.id());

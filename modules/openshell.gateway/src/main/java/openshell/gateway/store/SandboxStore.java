@@ -223,6 +223,27 @@ public final class SandboxStore implements AutoCloseable {
     }
 
     /**
+     * Sets the state alone, whatever else changed since the caller read the record: the trusted
+     * stop and delete paths, which must not fail (after the driver acted, or before) because a
+     * session refreshed its credential epoch or a policy verdict was recorded meanwhile. Every
+     * other column stays as stored; the version moves on, so a writer holding an older read gets
+     * CONFLICT as usual.
+     *
+     * @param id    the sandbox
+     * @param state its new state
+     * @return the record as stored afterwards
+     * @throws GatewayException NOT_FOUND if it was deleted
+     */
+    public SandboxRecord setState(SandboxId id, SandboxState state) {
+        return inTransaction(tx -> {
+            tx.update("UPDATE sandboxes SET state = ?, row_version = row_version + 1, updated_at = ? WHERE id = ?",
+                    state.name(), Instant.now().toEpochMilli(), id.value());
+            return tx.get("SELECT " + COLUMNS + " FROM sandboxes WHERE id = ?", id.value()).map(SandboxStore::read)
+                    .orElseThrow(() -> new GatewayException(Reason.NOT_FOUND, "no sandbox " + id));
+        });
+    }
+
+    /**
      * Raises the credential epoch to {@code epoch} if it is higher than the stored one and the
      * runtime generation still matches: a supervisor showed a valid token of a later epoch (minted
      * and delivered before a crash could record it). Never lowers it.

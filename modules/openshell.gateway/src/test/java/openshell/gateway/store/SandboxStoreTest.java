@@ -139,6 +139,32 @@ class SandboxStoreTest {
         }
     }
 
+    /**
+     * Stop and delete write the state alone: a session's epoch refresh between their read and
+     * their write (right after Running, as the sandbox harness met it) must not make them fail.
+     */
+    @ParameterizedTest
+    @MethodSource("openshell.gateway.store.TestDatabases#all")
+    void stateAloneIsWrittenOverAConcurrentEpochRefresh(TestDatabases.Database db) throws Exception {
+        try (SandboxStore store = SandboxStore.open(TestDatabases.fresh(db))) {
+            SandboxRecord read = store.update(store.create(record("sb-a", "alpha")).withState(SandboxState.RUNNING));
+            SandboxRecord refreshed = store.raiseEpoch(read.id(), read.runtimeGeneration(), 2);
+            assertEquals(Reason.CONFLICT, assertThrows(GatewayException.class,
+                    () -> store.update(read.withState(SandboxState.DELETING))).reason(), "the old way: a 409");
+            SandboxRecord deleting = store.setState(read.id(), SandboxState.DELETING);
+            assertEquals(SandboxState.DELETING, deleting.state());
+            assertEquals(2, deleting.credentialEpoch(), "the refresh is kept");
+            assertEquals(refreshed.version() + 1, deleting.version());
+            assertEquals(deleting, store.find(read.id()).orElseThrow());
+            // A writer holding the refreshed read now loses, as with any other change.
+            assertEquals(Reason.CONFLICT, assertThrows(GatewayException.class,
+                    () -> store.update(refreshed.withState(SandboxState.RUNNING))).reason());
+            store.delete(read.id());
+            assertEquals(Reason.NOT_FOUND, assertThrows(GatewayException.class,
+                    () -> store.setState(read.id(), SandboxState.STOPPED)).reason());
+        }
+    }
+
     @ParameterizedTest
     @MethodSource("openshell.gateway.store.TestDatabases#all")
     void updateIsConditionalOnTheVersionRead(TestDatabases.Database db) throws Exception {
