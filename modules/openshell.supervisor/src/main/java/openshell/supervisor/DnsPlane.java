@@ -86,21 +86,22 @@ final class DnsPlane {
 
     /**
      * One query to answer, from the accept loop or straight from the lane's reader: admitted (an
-     * in-flight slot taken) or refused here, answered and audited on a virtual thread of its own,
-     * so the caller never blocks.
+     * in-flight slot taken) or refused here. An admitted one is answered and audited on a virtual
+     * thread of its own, so the caller never blocks; a refused one too, while fewer than
+     * {@link SandboxMediation#MAX_REFUSING} refusals are under way.
      */
     void arrived(PendingDnsQuery query) {
-        boolean stopped = !mediation.liveLoop();
-        boolean admitted = !stopped && inFlight.tryAcquire();
-        Thread.ofVirtual().name("mediation-dns").start(() -> {
-            if (stopped) {
-                refuseQuietly(query, DenyReason.MEDIATION_UNAVAILABLE);
-            } else if (!admitted) {
+        if (!mediation.liveLoop()) {
+            mediation.refuse(() -> refuseQuietly(query, DenyReason.MEDIATION_UNAVAILABLE));
+        } else if (!inFlight.tryAcquire()) {
+            mediation.refuse(() -> {
                 mediation.metrics().dnsQuery("exhausted");
                 mediation.auditSupervisor("dns", query.identity(), null, null, "deny", "EXHAUSTED",
                         maxInFlight + " DNS queries are in flight, the most allowed", 0);
                 refuseQuietly(query, DenyReason.EXHAUSTED);
-            } else {
+            });
+        } else {
+            Thread.ofVirtual().name("mediation-dns").start(() -> {
                 try {
                     answer(query);
                 } catch (RuntimeException e) {
@@ -108,8 +109,8 @@ final class DnsPlane {
                 } finally {
                     inFlight.release();
                 }
-            }
-        });
+            });
+        }
     }
 
     void answer(PendingDnsQuery query) {

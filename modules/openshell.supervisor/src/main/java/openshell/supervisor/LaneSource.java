@@ -10,7 +10,9 @@ interface LaneSource {
      * Where connects and DNS queries that came on the lane go at once, on the lane's reader
      * thread, instead of waiting in the source's queues for an accept loop: each queue and loop
      * was one more thread hand-off on every connect's and query's way to its decision.
-     * Implementations must not block.
+     * Implementations must not block, except to refuse an arrival themselves once
+     * {@link SandboxMediation#MAX_REFUSING} refusals are under way: the flooding runtime's lane
+     * then waits, not the supervisor's memory.
      */
     interface Arrivals {
         /** @param open a connect announced on the lane, to be decided */

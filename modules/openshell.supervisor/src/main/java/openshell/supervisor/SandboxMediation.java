@@ -67,6 +67,13 @@ final class SandboxMediation implements AutoCloseable {
     static final int TLS_HANDSHAKE_RECORD = 0x16;
     /** How often the accept loops wake to notice a close. */
     static final Duration ACCEPT_POLL = Duration.ofMillis(500);
+    /**
+     * Refusals (a connect or DNS query over its bound, or one that came after mediation stopped)
+     * sent and audited on threads of their own at once. Beyond it the thread the arrival came on
+     * (the lane's reader, an accept loop) refuses it itself: a runtime that floods announcements
+     * then waits for its refusals, instead of growing the supervisor's threads without end.
+     */
+    static final int MAX_REFUSING = 64;
 
     private static final System.Logger LOGGER = System.getLogger(SandboxMediation.class.getName());
 
@@ -81,6 +88,7 @@ final class SandboxMediation implements AutoCloseable {
     private final Duration connectTimeout;
     private final Semaphore relaySlots;
     private final int maxActiveRelays;
+    private final Semaphore refusing = new Semaphore(MAX_REFUSING);
     private final Set<LiveRelay> relays = ConcurrentHashMap.newKeySet();
     private final DnsPlane dns;
     private final InterceptionAuthority authority;
@@ -172,27 +180,57 @@ final class SandboxMediation implements AutoCloseable {
 
     /**
      * One connect to decide, from the accept loop or straight from the lane's reader: admitted
-     * (a relay slot taken) or refused here, decided and audited on a virtual thread of its own, so
-     * the caller never blocks on a decision, a denial's send or an audit line.
+     * (a relay slot taken) or refused here. An admitted one is decided and audited on a virtual
+     * thread of its own, so the caller never blocks on a decision; a refused one too, while
+     * fewer than {@link #MAX_REFUSING} refusals are under way ({@link #refuse}).
      */
     private void arrivedTcp(PendingTcpOpen open) {
-        boolean stopped = !running;
-        boolean admitted = !stopped && relaySlots.tryAcquire();
-        Thread.ofVirtual().name("mediation-open").start(() -> {
-            if (stopped) {
-                denyQuietly(open, DenyReason.MEDIATION_UNAVAILABLE);
-            } else if (!admitted) {
+        if (!running) {
+            refuse(() -> denyQuietly(open, DenyReason.MEDIATION_UNAVAILABLE));
+        } else if (!relaySlots.tryAcquire()) {
+            refuse(() -> {
                 auditSupervisor("connect", open.identity(), null, open.destination(), "deny", "EXHAUSTED",
                         maxActiveRelays + " relays are open, the most allowed", 0);
                 denyQuietly(open, DenyReason.EXHAUSTED);
-            } else {
+            });
+        } else {
+            Thread.ofVirtual().name("mediation-open").start(() -> {
                 try {
                     handle(open);
                 } finally {
                     relaySlots.release();
                 }
-            }
-        });
+            });
+        }
+    }
+
+    /**
+     * Runs a refusal on a virtual thread of its own while fewer than {@link #MAX_REFUSING} run,
+     * else on the caller's thread: what an admission bound turned away must not itself be
+     * unbounded.
+     */
+    void refuse(Runnable refusal) {
+        if (!refusing.tryAcquire()) {
+            refusal.run();
+            return;
+        }
+        try {
+            Thread.ofVirtual().name("mediation-refuse").start(() -> {
+                try {
+                    refusal.run();
+                } finally {
+                    refusing.release();
+                }
+            });
+        } catch (RuntimeException | OutOfMemoryError e) {
+            refusing.release();
+            refusal.run();
+        }
+    }
+
+    /** @return refusals running on threads of their own (at most {@link #MAX_REFUSING}) */
+    int refusingThreads() {
+        return MAX_REFUSING - refusing.availablePermits();
     }
 
     private void handle(PendingTcpOpen open) {

@@ -137,6 +137,18 @@ final class TestMediationSource implements NetworkMediationSource {
         }
     }
 
+    /** Queues an open the test made itself (a subclass that observes its decision) and returns it. */
+    <T extends Open> T offer(T open) {
+        opens.add(open);
+        return open;
+    }
+
+    /** Queues a query the test made itself and returns it. */
+    <T extends Query> T offer(T query) {
+        queries.add(query);
+        return query;
+    }
+
     Query query(IdentityResolution who, byte[] message) {
         Query q = new Query(who, message);
         queries.add(q);
@@ -291,7 +303,7 @@ final class TestMediationSource implements NetworkMediationSource {
     }
 
     /** A workload DNS query; {@link #response} or {@link #refused} completes. */
-    static final class Query implements PendingDnsQuery {
+    static class Query implements PendingDnsQuery {
         private final IdentityResolution who;
         private final byte[] message;
         private final AtomicBoolean decided = new AtomicBoolean();
