@@ -71,10 +71,13 @@ public final class ServeTraining {
             Path supervisorCache = out.resolve(SUPERVISOR + ".aot");
             Path supervisorTraining = trainingLauncher(work, supervisorImage, SUPERVISOR, supervisorCache, "");
 
-            // The agent waits (at most 120 s) until the exec has run: the exec is what it is there for.
-            List<String> agent = List.of("/bin/sh", "-c", "i=0; while [ ! -e " + workspace + "/exec-ran ] && [ $i -lt 1200 ];"
+            // The agent waits (at most 120 s) until the exec's exit has reached this program, which then
+            // marks it: the exec is what the agent is there for, and an agent that ended as soon as the
+            // exec's process did could end the sandbox's session before the exit was relayed to the gateway.
+            Path execDone = workspace.resolve("exec-done");
+            List<String> agent = List.of("/bin/sh", "-c", "i=0; while [ ! -e " + execDone + " ] && [ $i -lt 1200 ];"
                     + " do sleep 0.1; i=$((i+1)); done");
-            List<String> exec = List.of("/bin/sh", "-c", "echo trained; : > " + workspace + "/exec-ran");
+            List<String> exec = List.of("/bin/sh", "-c", "echo trained");
             String policy = "version: 1\nnetwork_policies: {}\n";
             long deadline = System.nanoTime() + RUN_WAIT.toNanos();
             Path gatewayLog = work.resolve("gateway.log");
@@ -119,6 +122,8 @@ public final class ServeTraining {
                 if (!execStream.replace(" ", "").contains("\"exit\":0")) {
                     throw new IllegalStateException("the training exec did not end with 0: " + execStream + dump(logs));
                 }
+                Files.writeString(execDone, "");
+                Files.setPosixFilePermissions(execDone, PosixFilePermissions.fromString("rw-r--r--"));
                 // The agent ends after the exec; the runtime exits once the boundary ended and the
                 // supervisor left, and each JVM writes its cache on the way out.
                 while (alive(supervisorImage) || alive(image)) {
