@@ -22,7 +22,8 @@ import openshell.isolation.WorkloadTrust;
 /**
  * The runtime's lifecycle: attach, confirm, startAgent, then exec/await/signal/resize/terminate.
  * The agent's exit, for any reason, ends Running: every remaining workload process is killed
- * and later calls are refused, except await, which keeps returning the recorded status.
+ * and later calls are refused, except await, which keeps returning the recorded status, and a
+ * known process's session, whose recorded output stays readable.
  */
 final class SandboxRuntime implements RuntimeControl, AutoCloseable {
     /** Most workload processes whose handles are retained (running or with an unread status). */
@@ -261,16 +262,28 @@ final class SandboxRuntime implements RuntimeControl, AutoCloseable {
         return p;
     }
 
+    /**
+     * Also once the agent ended: an exec that ended with it (or was killed then) still has output
+     * its caller has not read, and the supervisor may ask for it only now.
+     */
     @Override
     public synchronized ExecSession session(long process) {
-        require(State.RUNNING, "session");
+        requireStarted("session");
         return process(process);
     }
 
     @Override
     public synchronized Optional<OutputJournal.Pair> retainedOutput(long process) {
-        require(State.RUNNING, "attach");
+        requireStarted("attach");
         return process(process).retained();
+    }
+
+    /** Running, or ended after running: what was recorded then stays readable. */
+    private void requireStarted(String operation) {
+        if (state != State.RUNNING && state != State.ENDED) {
+            throw new BackendException(BackendException.Kind.INVALID, operation + " in state " + state + ", expected "
+                    + State.RUNNING);
+        }
     }
 
     @Override

@@ -44,8 +44,7 @@ class LifecycleTest {
                 assertEquals(report.kernel(), evidence.kernel());
                 assertTrue(evidence.controls().stream().anyMatch(c -> c.mechanism().contains("Landlock ABI " + report.landlockAbi())));
                 long agent = runtime.startAgent(agentSpec);
-                long sleeper = runtime.exec(ExecSpec.of("/usr/bin/sleep", "600"));
-                // One handle: once the agent ended, a new session call is refused.
+                long sleeper = runtime.exec(ExecSpec.of("/bin/sh", "-c", "echo kept; exec /usr/bin/sleep 600"));
                 openshell.isolation.ExecSession session = runtime.session(agent);
                 session.stdin().write("bye\n".getBytes(java.nio.charset.StandardCharsets.UTF_8));
                 session.stdout().readAllBytes();
@@ -57,6 +56,12 @@ class LifecycleTest {
                 assertEquals(BackendException.Kind.TERMINATED,
                         assertThrows(BackendException.class, () -> runtime.exec(ExecSpec.of("/usr/bin/true"))).kind());
                 assertEquals(Optional.of(new ExitStatus.Exited(3)), runtime.await(agent, Duration.ZERO), "wait keeps the recorded status");
+                // What a process printed stays readable once the agent ended (its caller may ask only now);
+                // nothing new may be done to it.
+                assertEquals("kept\n", new String(runtime.session(sleeper).stdout().readAllBytes(),
+                        java.nio.charset.StandardCharsets.UTF_8), "the killed exec's output, read once the agent ended");
+                assertEquals(BackendException.Kind.TERMINATED, assertThrows(BackendException.class,
+                        () -> runtime.signal(sleeper, openshell.isolation.ProcessSignal.CONT)).kind());
             }
         }
     }

@@ -67,6 +67,8 @@ final class GatewaySession implements AutoCloseable {
     static final int MAX_PENDING_LOG_LINES = 1000;
     /** Kept lines per log message when the session opens (the agent's follower sends at most as many at once). */
     static final int PENDING_LOG_LINES_PER_MESSAGE = 100;
+    /** How often {@link #awaitExecsEnded} looks again. */
+    static final Duration EXECS_ENDED_POLL = Duration.ofMillis(10);
 
     private final Supplier<Connection> channels;
     private final String sandboxId;
@@ -486,6 +488,27 @@ final class GatewaySession implements AutoCloseable {
 
     private static SupervisorMessage event(RemoteExecEvent.Builder e) {
         return SupervisorMessage.newBuilder().setExecEvent(e).build();
+    }
+
+    /**
+     * Waits, at most {@code wait}, until no exec or forward of the gateway's runs through this
+     * session. When the agent ends, the runtime may report an exec that ended with it after the
+     * agent's own end: closing the session first would turn that exec's exit into "session ended"
+     * for the user who ran it.
+     *
+     * @param wait the longest wait
+     * @return whether none runs
+     * @throws InterruptedException if interrupted while waiting
+     */
+    boolean awaitExecsEnded(Duration wait) throws InterruptedException {
+        long deadline = System.nanoTime() + wait.toNanos();
+        while (!execs.isEmpty()) {
+            if (System.nanoTime() - deadline >= 0) {
+                return false;
+            }
+            Thread.sleep(EXECS_ENDED_POLL);
+        }
+        return true;
     }
 
     @Override

@@ -45,6 +45,11 @@ public final class SessionClientProvider implements GatewaySessionClient {
             }
 
             @Override
+            public boolean awaitExecsEnded(java.time.Duration wait) throws InterruptedException {
+                return session.awaitExecsEnded(wait);
+            }
+
+            @Override
             public void close() {
                 session.close();
             }

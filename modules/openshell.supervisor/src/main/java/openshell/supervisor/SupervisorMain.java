@@ -77,6 +77,11 @@ public final class SupervisorMain {
     static final Duration ATTACH_WAIT = Duration.ofSeconds(120);
     /** After the agent's exit, the longest wait for its last output lines to be handed to the gateway. */
     static final Duration AGENT_LOG_DRAIN = Duration.ofSeconds(5);
+    /**
+     * After the agent's exit, the longest wait for the gateway's execs to end and report their
+     * exit; one still running then is ended with the sandbox.
+     */
+    static final Duration EXEC_DRAIN = Duration.ofSeconds(2);
     /** The backend this main drives: the OpenShell sandbox runtime, by exact name and version. */
     static final openshell.isolation.BackendKey BACKEND = OpenShellRuntimeBackend.KEY;
 
@@ -340,6 +345,8 @@ public final class SupervisorMain {
                             + lane[1] + " DNS queries");
                     // Its last lines reach the gateway before the session closes (bounded).
                     agentLog.ifPresent(log -> awaitQuietly(log.ended(), AGENT_LOG_DRAIN));
+                    // An exec that ended with the agent still reports its exit to its caller (bounded).
+                    gateway.ifPresent(this::awaitExecsEnded);
                     return switch (status) {
                         case ExitStatus.Exited e -> e.code();
                         case ExitStatus.Signaled s -> 128 + s.signal();
@@ -516,6 +523,18 @@ public final class SupervisorMain {
             } catch (IOException e) {
                 throw new SupervisorException("cannot give the channel " + arguments.channel() + " to uid " + uid + ": "
                         + e.getMessage());
+            }
+        }
+
+        private void awaitExecsEnded(GatewaySessionClient.Session session) {
+            try {
+                if (!session.awaitExecsEnded(EXEC_DRAIN)) {
+                    err.println("openshell-supervisor: execs of the gateway still ran " + EXEC_DRAIN.toMillis()
+                            + " ms after the agent ended; they end with the sandbox");
+                }
+            } catch (InterruptedException e) {
+                // Stopping: the sandbox ends now, its execs with it.
+                Thread.currentThread().interrupt();
             }
         }
 

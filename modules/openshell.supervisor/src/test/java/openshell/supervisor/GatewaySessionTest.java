@@ -427,6 +427,57 @@ class GatewaySessionTest {
         }
     }
 
+    /**
+     * Once the agent ended, the supervisor waits (bounded) for the gateway's execs before it closes
+     * the session: an exec that ends during the wait reports its exit; one that does not end is
+     * left to end with the sandbox when the wait is up.
+     */
+    @Test
+    void awaitExecsEndedWaitsForAnExitAndIsBounded() throws Exception {
+        GatewayDouble gateway = new GatewayDouble();
+        WebServer server = WebServer.builder().host("127.0.0.1").port(0)
+                .addRouting(GrpcRouting.builder().service(gateway)).build().start();
+        TokenPair first = new TokenPair("gateway-token-1", "sandbox-token-1", 1, Instant.now().plusSeconds(600));
+        try (GatewaySession session = GatewaySession.open(GatewaySession.channels("http://127.0.0.1:" + server.port()),
+                "sb-drain", 1, first, 1, new RecordingHandler())) {
+            StreamObserver<GatewayMessage> out = gateway.stream();
+            assertTrue(gateway.next().hasHello());
+            out.onNext(GatewayMessage.newBuilder().setConfig(SessionConfig.newBuilder().setPolicyGeneration(1)
+                    .setPolicyDocument(ByteString.copyFromUtf8("version: 1\n"))).build());
+            session.opened().get(WAIT.toSeconds(), TimeUnit.SECONDS);
+            assertTrue(session.awaitExecsEnded(Duration.ZERO), "no exec runs yet");
+
+            out.onNext(GatewayMessage.newBuilder().setExec(RemoteExec.newBuilder().setExecId("e1").addArgv("/bin/cat"))
+                    .build());
+            out.onNext(GatewayMessage.newBuilder().setExecInput(RemoteExecInput.newBuilder().setExecId("e1")
+                    .setData(ByteString.copyFromUtf8("x"))).build());
+            assertEquals(1, gateway.next().getExecEvent().getStdinCredit(), "the exec runs");
+            Duration bound = Duration.ofMillis(300);
+            long started = System.nanoTime();
+            assertEquals(false, session.awaitExecsEnded(bound), "a running exec is waited for no longer than the bound");
+            assertTrue(System.nanoTime() - started >= bound.toNanos());
+
+            // The exec ends while the supervisor waits: the wait ends with it, and the exit was sent first.
+            java.util.concurrent.CompletableFuture<Boolean> waited = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                try {
+                    return session.awaitExecsEnded(WAIT);
+                } catch (InterruptedException e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            Thread.sleep(100);
+            assertEquals(false, waited.isDone(), "still waiting for the exec");
+            out.onNext(GatewayMessage.newBuilder().setExecInput(RemoteExecInput.newBuilder().setExecId("e1")
+                    .setClose(true)).build());
+            assertEquals(true, waited.get(WAIT.toSeconds(), TimeUnit.SECONDS));
+            assertEquals("x", gateway.next().getExecEvent().getStdout().toStringUtf8());
+            assertEquals("/bin/cat", gateway.next().getExecEvent().getStderr().toStringUtf8());
+            assertEquals(7, gateway.next().getExecEvent().getExitCode());
+        } finally {
+            server.stop();
+        }
+    }
+
     /** Counts the stdin bytes of each exec and, at the half-close, prints their number and exits 0. */
     static class CountingHandler extends RecordingHandler {
         @Override

@@ -131,6 +131,19 @@ public interface GatewaySessionClient {
          */
         void log(List<String> lines);
 
+        /**
+         * Waits, at most {@code wait}, until no exec or forward the gateway asked for runs here:
+         * called once the agent ended, so an exec that ended with it still reports its exit before
+         * the session closes.
+         *
+         * @param wait the longest wait
+         * @return whether none runs
+         * @throws InterruptedException if interrupted while waiting
+         */
+        default boolean awaitExecsEnded(java.time.Duration wait) throws InterruptedException {
+            return true;
+        }
+
         @Override
         void close();
     }

@@ -199,6 +199,40 @@ class CliSandboxTest {
     }
 
     /**
+     * When the agent ends, an exec reports to its caller how it ended, never "session ended" or
+     * without its output. One exec ends first and the agent right after it (it waits for the
+     * exec's pid to go): its own exit and output. One still runs when the agent ends (the agent
+     * ends as soon as the exec made its marker): ended with the sandbox (SIGKILL, 137), after
+     * what it printed. The runtime serves a process's recorded output also once the agent ended,
+     * and the supervisor waits (bounded, 2 s) for the gateway's execs before closing the session.
+     */
+    @Test
+    void anExecReportsHowItEndedWhenTheAgentEnds() throws Exception {
+        state = tmp.resolve("home");
+        assertEquals(0, cli("gateway", "start", "--background", "--port", "0").exit());
+        Path policy = Files.writeString(tmp.resolve("policy.yaml"), POLICY);
+        Files.setPosixFilePermissions(tmp, PosixFilePermissions.fromString("rwx--x--x"));
+        Path workspace = Files.createDirectories(tmp.resolve("workspace"));
+        Files.setPosixFilePermissions(workspace, PosixFilePermissions.fromString("rwxrwxrwx"));
+        Path marker = workspace.resolve("exec-pid");
+        String awaitMarker = "while [ ! -s " + marker + " ]; do sleep 0.01; done";
+        String awaitExecEnd = awaitMarker + "; p=$(cat " + marker + "); while kill -0 $p 2>/dev/null; do sleep 0.01; done";
+        for (boolean execEndsFirst : new boolean[] {true, false}) {
+            Files.deleteIfExists(marker);
+            Cli.Result created = cli("--output", "json", "sandbox", "create", "--policy", policy.toString(),
+                    "--name", "job", "--workspace", workspace.toString(), "--", "/bin/sh", "-c",
+                    execEndsFirst ? awaitExecEnd : awaitMarker);
+            assertEquals(0, created.exit(), created.out() + created.err() + gatewayLog());
+            Cli.Result exec = cli("sandbox", "exec", "job", "--", "/bin/sh", "-c",
+                    "echo before; echo $$ > " + marker + "; " + (execEndsFirst ? "exit 5" : "sleep 30"));
+            String what = execEndsFirst ? "the exec ended first: " : "the exec still ran: ";
+            assertEquals(execEndsFirst ? 5 : 137, exec.exit(), what + exec.out() + exec.err() + gatewayLog());
+            assertEquals("before\n", exec.out(), what + exec.err());
+            assertEquals(0, cli("sandbox", "delete", "job").exit());
+        }
+    }
+
+    /**
      * The README's main job with the real process driver, the real supervisor and sandbox runtime
      * mains, and the supervisor's session to the gateway.
      */
