@@ -86,7 +86,9 @@ final class ResultsTable {
                 .append(" mediated connections\n\nRSS: the supervisor's and the runtime's JVMs, each charged in full for the pages"
                         + " all JVMs share. PSS: every process of the sandbox (supervisor, runtime,"
                         + " the agent), shared pages split among the processes that map them; per extra sandbox = growth of the"
-                        + " sum over all sandboxes since the previous level (what the host pays for one more).\n\n"
+                        + " sum over all sandboxes since the previous level (what the host pays for one more); at 1 sandbox,"
+                        + " the base it grows from (the first sandbox pays in full for the pages later ones share), not"
+                        + " under the budget.\n\n"
                         + "| Sandboxes | Supervisor RSS / sandbox (MiB) | Runtime RSS / sandbox (MiB) | RSS total / sandbox (MiB) "
                         + "| PSS / sandbox (MiB) | PSS per extra sandbox (MiB) "
                         + "| Create p50 (ms) | Held connect p50 / p99 (ms) | Budget | Met |\n|---|---|---|---|---|---|---|---|---|---|\n");

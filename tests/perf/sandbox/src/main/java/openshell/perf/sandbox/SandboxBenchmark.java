@@ -785,6 +785,9 @@ public final class SandboxBenchmark {
                 r.put("pss_mib_per_sandbox", round3(totalPss / level));
                 double extra = (totalPss - previousTotalPss) / (level - previousLevel);
                 r.put("pss_mib_per_extra_sandbox", round3(extra));
+                // The first level's growth is from none: its sandbox pays in full for the pages every
+                // later one shares (the JVMs' libraries, the images' AOT caches), so no extra sandbox's.
+                boolean base = previousLevel == 0;
                 previousLevel = level;
                 previousTotalPss = totalPss;
                 if (!creates.isEmpty()) {
@@ -798,7 +801,12 @@ public final class SandboxBenchmark {
                     firstPerSandbox = per;
                 }
                 lastPerSandbox = per;
-                budget(r, "<= " + PER_SANDBOX_MIB + " MiB resident (PSS, all processes) per extra sandbox", extra <= PER_SANDBOX_MIB);
+                if (base) {
+                    r.put("pss_note", "the first sandbox: the base the growth per extra sandbox is measured from");
+                } else {
+                    budget(r, "<= " + PER_SANDBOX_MIB + " MiB resident (PSS, all processes) per extra sandbox",
+                            extra <= PER_SANDBOX_MIB);
+                }
                 records.add(r);
             } finally {
                 Files.writeString(release, "go");
