@@ -163,19 +163,72 @@ final class IdentityCapture {
     }
 
     static int parentOf(int pid) throws IOException {
-        String stat = Files.readString(Path.of("/proc", Integer.toString(pid), "stat"), StandardCharsets.UTF_8);
-        // The command name may contain spaces and parentheses: fields start after the last ')'.
-        String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-        return Integer.parseInt(fields[1]);
+        return parentFromStat(Files.readAllBytes(Path.of("/proc", Integer.toString(pid), "stat")));
+    }
+
+    /**
+     * The parent pid in a {@code /proc/<pid>/stat} line: the field after the state, which follows
+     * the command name's last ')' (the name itself may hold spaces and parentheses). Parsed from
+     * the bytes, without decoding or splitting the line: this runs for every ancestor of every
+     * mediated connect.
+     */
+    static int parentFromStat(byte[] stat) throws IOException {
+        int close = -1;
+        for (int i = stat.length - 1; i >= 0; i--) {
+            if (stat[i] == ')') {
+                close = i;
+                break;
+            }
+        }
+        // ") S 1234 ": the state is one character between single spaces.
+        int at = close + 4;
+        if (close < 0 || at >= stat.length || stat[close + 1] != ' ' || stat[close + 3] != ' ') {
+            throw new IOException("malformed /proc stat line");
+        }
+        return number(stat, at, "stat");
     }
 
     static int processOf(int tid) throws IOException {
-        for (String line : Files.readAllLines(Path.of("/proc", Integer.toString(tid), "status"), StandardCharsets.UTF_8)) {
-            if (line.startsWith("Tgid:")) {
-                return Integer.parseInt(line.substring(5).trim());
+        return tgidFromStatus(Files.readAllBytes(Path.of("/proc", Integer.toString(tid), "status")));
+    }
+
+    private static final byte[] TGID = "\nTgid:".getBytes(StandardCharsets.US_ASCII);
+
+    /**
+     * The {@code Tgid:} field of a {@code /proc/<tid>/status} file, from the bytes (the name on
+     * the first line is escaped by the kernel, so no other line starts with "Tgid:").
+     */
+    static int tgidFromStatus(byte[] status) throws IOException {
+        outer:
+        for (int i = 0; i + TGID.length <= status.length; i++) {
+            for (int j = 0; j < TGID.length; j++) {
+                if (status[i + j] != TGID[j]) {
+                    continue outer;
+                }
+            }
+            int at = i + TGID.length;
+            while (at < status.length && (status[at] == '\t' || status[at] == ' ')) {
+                at++;
+            }
+            return number(status, at, "status");
+        }
+        throw new IOException("no Tgid in /proc status");
+    }
+
+    /** A decimal pid at {@code at}, ended by a space, a newline or the end. */
+    private static int number(byte[] b, int at, String file) throws IOException {
+        long n = 0;
+        int i = at;
+        for (; i < b.length && b[i] >= '0' && b[i] <= '9'; i++) {
+            n = n * 10 + (b[i] - '0');
+            if (n > Integer.MAX_VALUE) {
+                throw new IOException("a pid out of range in /proc " + file);
             }
         }
-        throw new IOException("no Tgid in /proc/" + tid + "/status");
+        if (i == at || (i < b.length && b[i] != ' ' && b[i] != '\n')) {
+            throw new IOException("malformed pid in /proc " + file);
+        }
+        return (int) n;
     }
 
     private static List<String> cmdline(int pid) {

@@ -61,6 +61,36 @@ class IdentityCaptureTest {
         assertEquals(TestSandbox.sha256(binary.toString()), changed.executable().sha256().orElseThrow());
     }
 
+    /** The pids come from the bytes of /proc's files, also when a command name holds ") (" and spaces. */
+    @Test
+    void parentAndProcessAreParsedFromProcBytes() throws Exception {
+        java.nio.charset.Charset ascii = java.nio.charset.StandardCharsets.US_ASCII;
+        assertEquals(77, IdentityCapture.parentFromStat("123 (a) (b c) S 77 123 123 0 -1 4194560 0\n".getBytes(ascii)));
+        assertEquals(1, IdentityCapture.parentFromStat("9 (sh) R 1 9 9".getBytes(ascii)));
+        for (String bad : List.of("123 (no close S 77", "123 (x) S", "123 (x) S x7 1", "123 (x) S 99999999999 1", "")) {
+            org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class,
+                    () -> IdentityCapture.parentFromStat(bad.getBytes(ascii)), bad);
+        }
+        assertEquals(4242, IdentityCapture.tgidFromStatus(
+                "Name:\tTgid:\\n1\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t4242\nNgid:\t0\nPid:\t4243\n".getBytes(ascii)));
+        org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class,
+                () -> IdentityCapture.tgidFromStatus("Name:\tx\nPid:\t1\n".getBytes(ascii)));
+        // And from the real files: a thread of this JVM belongs to it; a child's parent is this JVM.
+        long self = ProcessHandle.current().pid();
+        assertEquals(self, IdentityCapture.processOf((int) self));
+        Process child = new ProcessBuilder("/usr/bin/sleep", "30").start();
+        try {
+            assertEquals(self, IdentityCapture.parentOf((int) child.pid()));
+        } finally {
+            child.destroyForcibly();
+        }
+        try (var tasks = Files.list(Path.of("/proc/self/task"))) {
+            for (Path task : tasks.toList()) {
+                assertEquals(self, IdentityCapture.processOf(Integer.parseInt(task.getFileName().toString())));
+            }
+        }
+    }
+
     @Test
     void aVanishedCallerIsUnresolvedWithAReason() {
         IdentityResolution r = new IdentityCapture(ProcessHandle.current().pid()).capture(Integer.MAX_VALUE - 1, Integer.MAX_VALUE - 1);
