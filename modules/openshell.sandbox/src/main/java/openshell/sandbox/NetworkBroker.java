@@ -86,6 +86,8 @@ final class NetworkBroker implements NetworkMediationSource {
     private final java.util.concurrent.atomic.AtomicLong droppedDns = new java.util.concurrent.atomic.AtomicLong();
     private final BlockingQueue<TcpOpen> tcp = new LinkedBlockingQueue<>();
     private final BlockingQueue<PendingDnsQuery> dns = new LinkedBlockingQueue<>();
+    /** Asks queries on the relay's thread while the supervisor's DNS plane runs; null: they queue. */
+    private volatile java.util.function.Consumer<PendingDnsQuery> directDns;
     private final Set<TcpOpen> undecided = ConcurrentHashMap.newKeySet();
     private final Set<RelayChannel> openRelays = ConcurrentHashMap.newKeySet();
     private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(
@@ -512,8 +514,26 @@ final class NetworkBroker implements NetworkMediationSource {
             return false;
         }
         query.onSettled(dnsSlots::release);
-        dns.add(query);
+        java.util.function.Consumer<PendingDnsQuery> asker = directDns;
+        if (asker == null) {
+            dns.add(query);
+            return true;
+        }
+        try {
+            asker.accept(query);
+        } catch (RuntimeException e) {
+            // Neither the lane nor the stream took it: refused now (its slot freed), the resolver retries.
+            query.refuse(openshell.isolation.DenyReason.MEDIATION_UNAVAILABLE);
+        }
         return true;
+    }
+
+    /**
+     * @param asker asks a query of the supervisor on the caller's thread; empty: queries wait for
+     *              {@link #acceptDns} again
+     */
+    void askDnsDirectly(Optional<java.util.function.Consumer<PendingDnsQuery>> asker) {
+        directDns = asker.orElse(null);
     }
 
     @Override

@@ -117,4 +117,13 @@ interface RuntimeControl {
 
     /** @return where the supervisor takes pending connections and DNS queries */
     NetworkMediationSource mediation();
+
+    /**
+     * Lets the workload's DNS queries be asked of the supervisor on the thread they arrive on,
+     * instead of waiting in {@link #mediation()}'s queue for the DNS plane's loop: one thread
+     * hand-off less on every query's way.
+     *
+     * @param asker what asks a query (it never blocks for the answer); empty: queue them again
+     */
+    void askDnsDirectly(java.util.Optional<java.util.function.Consumer<openshell.isolation.PendingDnsQuery>> asker);
 }

@@ -850,27 +850,40 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
                 query.refuse(parseReason(answer.getDenyReason()));
             }
         };
+        // Asks one query of the supervisor: on the lane if it is keyed, else on this stream.
+        java.util.function.Consumer<PendingDnsQuery> ask = pending -> {
+            long id = ids.incrementAndGet();
+            waiting.put(id, pending);
+            if (!open.get()) {
+                // The plane ended meanwhile: its sweep may have run before this query was waiting.
+                if (waiting.remove(id) != null) {
+                    pending.refuse(DenyReason.MEDIATION_UNAVAILABLE);
+                }
+                return;
+            }
+            DnsQuery.Builder query = DnsQuery.newBuilder().setQueryId(id).setMessage(ByteString.copyFrom(pending.query()));
+            switch (pending.identity()) {
+            case IdentityResolution.Resolved r -> query.setIdentity(identity(r.identity()));
+            case IdentityResolution.Unresolved u -> query.setUnresolvedReason(u.reason());
+            }
+            DnsQuery built = query.build();
+            if (!askOnLane(built)) {
+                synchronized (queries) {
+                    queries.onNext(built);
+                }
+            }
+        };
         laneAnswers = deliver;
         control.supervision(true);
+        // From now on the relay asks on its own thread (one hand-off less per query); the loop
+        // below takes what was queued before, and everything if the broker cannot ask directly.
+        control.askDnsDirectly(Optional.of(ask));
         Thread.ofVirtual().name("dns-plane").start(() -> {
             try {
                 while (open.get() && !call.isCancelled() && control.supervised()) {
                     Optional<PendingDnsQuery> next = control.mediation().acceptDns(MEDIATION_POLL);
-                    if (next.isEmpty()) {
-                        continue;
-                    }
-                    long id = ids.incrementAndGet();
-                    waiting.put(id, next.get());
-                    DnsQuery.Builder query = DnsQuery.newBuilder().setQueryId(id).setMessage(ByteString.copyFrom(next.get().query()));
-                    switch (next.get().identity()) {
-                    case IdentityResolution.Resolved r -> query.setIdentity(identity(r.identity()));
-                    case IdentityResolution.Unresolved u -> query.setUnresolvedReason(u.reason());
-                    }
-                    DnsQuery built = query.build();
-                    if (!askOnLane(built)) {
-                        synchronized (queries) {
-                            queries.onNext(built);
-                        }
+                    if (next.isPresent()) {
+                        ask.accept(next.get());
                     }
                 }
             } catch (RuntimeException e) {
@@ -881,10 +894,15 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
                 // gone as a decider, so egress stops as when PendingConnections ends.
                 control.supervision(false);
                 open.set(false);
+                control.askDnsDirectly(Optional.empty());
                 laneAnswers = answer -> { };
                 answeringDns.set(false);
-                waiting.values().forEach(q -> q.refuse(DenyReason.MEDIATION_UNAVAILABLE));
-                waiting.clear();
+                for (Long id : List.copyOf(waiting.keySet())) {
+                    PendingDnsQuery q = waiting.remove(id);
+                    if (q != null) {
+                        q.refuse(DenyReason.MEDIATION_UNAVAILABLE);
+                    }
+                }
             }
         });
         return new StreamObserver<>() {

@@ -388,6 +388,11 @@ final class SandboxRuntime implements RuntimeControl, AutoCloseable {
         return broker;
     }
 
+    @Override
+    public void askDnsDirectly(Optional<java.util.function.Consumer<openshell.isolation.PendingDnsQuery>> asker) {
+        broker.askDnsDirectly(asker);
+    }
+
     /** @return the agent's process id, once started */
     synchronized long agent() {
         return agent;
