@@ -70,6 +70,16 @@ final class ResultsTable {
                     .append(" ms (their start-up is the lifecycle's to measure). Quiet after, ms from Running (-1: not within ")
                     .append(SandboxBenchmark.QUIET_WAIT.toSeconds()).append(" s): ").append(quiet).append(".\n");
         }
+        for (Object o : records) {
+            Map<?, ?> r = (Map<?, ?>) o;
+            if (r.get("mediated_first_operations") instanceof Map<?, ?> first && r.get("direct") instanceof Map<?, ?> d) {
+                s.append("\n").append(r.get("scenario")).append(": before its rounds, the fresh sandbox answered ")
+                        .append(first.get("ops")).append(" queries timed on their own (its supervisor's JIT compiles its path"
+                                + " meanwhile, and the rounds time the steady state): p50 / p95 / p99 ").append(lat(first))
+                        .append(" ms, added p50 +").append(num((Double) first.get("p50_ms") - (Double) d.get("p50_ms")))
+                        .append(" ms over the rounds' direct side.\n");
+            }
+        }
         s.append("\n## Lifecycle (process driver)\n\n| Step | p50 (ms) | p95 (ms) | p99 (ms) |\n|---|---|---|---|\n");
         for (Object o : records) {
             Map<?, ?> r = (Map<?, ?>) o;
