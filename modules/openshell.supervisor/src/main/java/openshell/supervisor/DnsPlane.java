@@ -86,9 +86,11 @@ final class DnsPlane {
 
     /**
      * One query to answer, from the accept loop or straight from the lane's reader: admitted (an
-     * in-flight slot taken) or refused here. An admitted one is answered and audited on a virtual
-     * thread of its own, so the caller never blocks; a refused one too, while fewer than
-     * {@link SandboxMediation#MAX_REFUSING} refusals are under way.
+     * in-flight slot taken) or refused here. An admitted one is answered on the caller's thread
+     * when nothing can block it (a denial, an alias, a name resolved within {@link #RESOLVED_TTL}),
+     * else on a virtual thread of its own, so the caller never waits for the host's resolver; a
+     * refused one on a thread of its own while fewer than {@link SandboxMediation#MAX_REFUSING}
+     * refusals are under way.
      */
     void arrived(PendingDnsQuery query) {
         if (!mediation.liveLoop()) {
@@ -101,19 +103,25 @@ final class DnsPlane {
                 refuseQuietly(query, DenyReason.EXHAUSTED);
             });
         } else {
-            Thread.ofVirtual().name("mediation-dns").start(() -> {
-                try {
-                    answer(query);
-                } catch (RuntimeException e) {
-                    refuseQuietly(query, DenyReason.MEDIATION_UNAVAILABLE);
-                } finally {
+            boolean settled = true;
+            try {
+                settled = answer(query, true);
+            } catch (RuntimeException e) {
+                refuseQuietly(query, DenyReason.MEDIATION_UNAVAILABLE);
+            } finally {
+                if (settled) {
                     inFlight.release();
                 }
-            });
+            }
         }
     }
 
-    void answer(PendingDnsQuery query) {
+    /**
+     * @param inline whether the caller must not wait for the host's resolver: a name without a
+     *               fresh resolution is then answered on a virtual thread, which frees the slot
+     * @return whether the query was settled here (false: that thread settles it)
+     */
+    private boolean answer(PendingDnsQuery query, boolean inline) {
         long started = System.nanoTime();
         DnsMessage.Question q;
         try {
@@ -127,7 +135,7 @@ final class DnsPlane {
             } else {
                 answerQuietly(query, DnsMessage.error(e.id(), e.rcode()));
             }
-            return;
+            return true;
         }
         IdentityResolution who = query.identity();
         Optional<PolicyGeneration> generation = mediation.policies().current();
@@ -144,7 +152,7 @@ final class DnsPlane {
                     ? DnsMessage.RCODE_REFUSED : DnsMessage.RCODE_NXDOMAIN;
             answerQuietly(query, DnsMessage.response(q, rcode));
             mediation.audit(line.get());
-            return;
+            return true;
         }
         Decision.Allow allow = (Decision.Allow) decision;
         mediation.metrics().decision("dns", "allow", System.nanoTime() - started);
@@ -153,13 +161,37 @@ final class DnsPlane {
             mediation.metrics().dnsQuery("empty");
             answerQuietly(query, DnsMessage.response(q, DnsMessage.RCODE_NOERROR));
             mediation.audit(line.get().field("answer", "empty"));
-            return;
+            return true;
         }
         Optional<InetAddress> alias = mediation.aliases().lookup(q.name());
+        Optional<List<InetAddress>> fresh = alias.isPresent() ? Optional.empty() : freshResolution(q.name());
+        if (inline && alias.isEmpty() && fresh.isEmpty()) {
+            // The host's resolver is to be asked: not on the caller's thread.
+            DnsMessage.Question question = q;
+            Thread.ofVirtual().name("mediation-dns").start(() -> {
+                try {
+                    answerResolved(query, question, allow, alias, Optional.empty(), line);
+                } catch (RuntimeException e) {
+                    refuseQuietly(query, DenyReason.MEDIATION_UNAVAILABLE);
+                } finally {
+                    inFlight.release();
+                }
+            });
+            return false;
+        }
+        answerResolved(query, q, allow, alias, fresh, line);
+        return true;
+    }
+
+    /** The rest of an allowed A or AAAA query: the addresses (the alias, the fresh ones, or resolved now), filtered, pinned, answered. */
+    private void answerResolved(PendingDnsQuery query, DnsMessage.Question q, Decision.Allow allow, Optional<InetAddress> alias,
+                                Optional<List<InetAddress>> fresh, java.util.function.Supplier<AuditLine> line) {
         List<InetAddress> addresses;
         boolean aliased = alias.isPresent();
         if (aliased) {
             addresses = List.of(alias.get());
+        } else if (fresh.isPresent()) {
+            addresses = fresh.get();
         } else {
             try {
                 addresses = resolveReusing(q.name());
@@ -203,6 +235,13 @@ final class DnsPlane {
         answerQuietly(query, DnsMessage.response(q, DnsMessage.RCODE_NOERROR, answers, (int) ANSWER_TTL.toSeconds()));
         mediation.audit(line.get().field("answer", answers.size() + " addresses" + (aliased ? " (operator alias)" : "")
                 + (refused > 0 ? ", " + refused + " of a refused class dropped" : "")));
+    }
+
+    /** @return the resolution of the last {@link #RESOLVED_TTL} of this name, if there is one */
+    private Optional<List<InetAddress>> freshResolution(String name) {
+        Resolved kept = resolved.get(name);
+        return kept != null && mediation.clock().instant().isBefore(kept.expires()) ? Optional.of(kept.addresses())
+                : Optional.empty();
     }
 
     /**

@@ -192,6 +192,41 @@ class DnsPlaneTest {
         }
     }
 
+    /** A query that records whether it was answered on a virtual thread. */
+    private static final class ThreadNoting extends TestMediationSource.Query {
+        final java.util.concurrent.CompletableFuture<Boolean> virtual = new java.util.concurrent.CompletableFuture<>();
+
+        ThreadNoting(int id, String name) {
+            super(who("/usr/bin/curl"), DnsMessage.query(id, name, 1));
+        }
+
+        @Override
+        public void answer(byte[] r) {
+            virtual.complete(Thread.currentThread().isVirtual());
+            super.answer(r);
+        }
+    }
+
+    /**
+     * Only a query that needs the host's resolver leaves the thread it arrived on (the lane's
+     * reader or the accept loop): a name resolved within RESOLVED_TTL and a denied name are
+     * answered there, one hand-off fewer; the first query of a name goes to a virtual thread.
+     */
+    @Test
+    void onlyAQueryThatMustResolveLeavesItsArrivalThread() throws Exception {
+        try (Fixture f = Fixture.start(POLICY, b -> b.resolver(table()))) {
+            ThreadNoting first = f.source.offer(new ThreadNoting(1, "www.example.test"));
+            assertEquals(true, first.virtual.get(WAIT.toSeconds(), TimeUnit.SECONDS), "resolved on a virtual thread");
+            ThreadNoting again = f.source.offer(new ThreadNoting(2, "www.example.test"));
+            assertEquals(false, again.virtual.get(WAIT.toSeconds(), TimeUnit.SECONDS), "fresh: answered where it arrived");
+            assertEquals(List.of("93.184.216.34"), ((List<?>) decode(again.response.get(WAIT.toSeconds(),
+                    TimeUnit.SECONDS))[1]).stream().map(a -> ((InetAddress) a).getHostAddress()).toList());
+            ThreadNoting denied = f.source.offer(new ThreadNoting(3, "www.elsewhere.test"));
+            assertEquals(false, denied.virtual.get(WAIT.toSeconds(), TimeUnit.SECONDS), "a denial resolves nothing");
+            assertEquals(DnsMessage.RCODE_NXDOMAIN, denied.response.get(WAIT.toSeconds(), TimeUnit.SECONDS)[3] & 0xf);
+        }
+    }
+
     @Test
     void answersAreCappedAtMaxAnswers() throws Exception {
         List<InetAddress> many = new java.util.ArrayList<>();
