@@ -519,12 +519,8 @@ final class NetworkBroker implements NetworkMediationSource {
             dns.add(query);
             return true;
         }
-        try {
-            asker.accept(query);
-        } catch (RuntimeException e) {
-            // Neither the lane nor the stream took it: refused now (its slot freed), the resolver retries.
-            query.refuse(openshell.isolation.DenyReason.MEDIATION_UNAVAILABLE);
-        }
+        // The asker settles a query it could not send itself (refused, its slot freed): the resolver retries.
+        asker.accept(query);
         return true;
     }
 

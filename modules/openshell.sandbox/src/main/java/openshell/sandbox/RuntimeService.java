@@ -867,9 +867,16 @@ final class RuntimeService extends SandboxRuntimeGrpc.SandboxRuntimeImplBase {
             case IdentityResolution.Unresolved u -> query.setUnresolvedReason(u.reason());
             }
             DnsQuery built = query.build();
-            if (!askOnLane(built)) {
-                synchronized (queries) {
-                    queries.onNext(built);
+            try {
+                if (!askOnLane(built)) {
+                    synchronized (queries) {
+                        queries.onNext(built);
+                    }
+                }
+            } catch (RuntimeException e) {
+                // Neither the lane nor the stream took it: refused once, here, and no longer waiting.
+                if (waiting.remove(id) != null) {
+                    pending.refuse(DenyReason.MEDIATION_UNAVAILABLE);
                 }
             }
         };
