@@ -205,6 +205,7 @@ module openshell.protocol {
     requires io.helidon.common.buffers;
     requires io.helidon.common.context;
     requires io.helidon.common.socket;
+    requires io.helidon.common.tls;
     requires io.helidon.common.concurrency.limits;
     requires io.helidon.security.jwt;
     requires jakarta.json;

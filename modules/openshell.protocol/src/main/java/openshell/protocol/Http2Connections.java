@@ -8,6 +8,7 @@ import io.helidon.common.buffers.DataReader;
 import io.helidon.common.buffers.DataWriter;
 import io.helidon.common.socket.HelidonSocket;
 import io.helidon.common.socket.SocketWriter;
+import io.helidon.common.tls.Tls;
 import io.helidon.http.http2.WindowSize;
 import io.helidon.webclient.api.ClientConnection;
 import io.helidon.webclient.http2.Http2Client;
@@ -21,6 +22,12 @@ import io.helidon.webclient.http2.Http2ClientProtocolConfig;
  * dial per call and cannot take a given socket.
  */
 final class Http2Connections {
+    /**
+     * The client's own TLS: none. Links bring their socket with TLS already up (or plain by
+     * choice), and Helidon's default client TLS would load and parse the JDK's whole cacerts.
+     */
+    static final Tls NO_CLIENT_TLS = Tls.builder().enabled(false).build();
+
     private Http2Connections() {
     }
 
@@ -54,6 +61,10 @@ final class Http2Connections {
                 .ping(false)
                 .build();
         Http2ClientImpl client = (Http2ClientImpl) Http2Client.create(builder -> builder
+                // The socket is already what it must be (TLS up, or a plain one by choice). Without
+                // this Helidon builds its default TLS for the client, which loads and parses the JDK's
+                // whole cacerts (~250 ms of a cold supervisor, on the path of every sandbox's create).
+                .tls(NO_CLIENT_TLS)
                 .protocolConfig(protocol)
                 .shareConnectionCache(false)
                 .executor(executor));
