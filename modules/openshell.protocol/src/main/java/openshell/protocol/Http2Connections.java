@@ -63,7 +63,7 @@ final class Http2Connections {
         Http2ClientImpl client = (Http2ClientImpl) Http2Client.create(builder -> builder
                 // The socket is already what it must be (TLS up, or a plain one by choice). Without
                 // this Helidon builds its default TLS for the client, which loads and parses the JDK's
-                // whole cacerts (~250 ms of a cold supervisor, on the path of every sandbox's create).
+                // whole cacerts (~250 ms of a cold supervisor's link thread at every sandbox start).
                 .tls(NO_CLIENT_TLS)
                 .protocolConfig(protocol)
                 .shareConnectionCache(false)
