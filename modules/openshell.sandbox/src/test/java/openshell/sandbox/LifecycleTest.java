@@ -44,7 +44,11 @@ class LifecycleTest {
                 assertEquals(report.kernel(), evidence.kernel());
                 assertTrue(evidence.controls().stream().anyMatch(c -> c.mechanism().contains("Landlock ABI " + report.landlockAbi())));
                 long agent = runtime.startAgent(agentSpec);
-                long sleeper = runtime.exec(ExecSpec.of("/bin/sh", "-c", "echo kept; exec /usr/bin/sleep 600"));
+                // A sleep no other process has: once it shows in /proc the shell has printed (echo is a
+                // builtin, written before the exec), so the agent's end cannot kill it before it did.
+                String marker = "600." + (1 + System.nanoTime() % 999_999);
+                long sleeper = runtime.exec(ExecSpec.of("/bin/sh", "-c", "echo kept; exec /usr/bin/sleep " + marker));
+                awaitCommandLine("/usr/bin/sleep\0" + marker + "\0");
                 openshell.isolation.ExecSession session = runtime.session(agent);
                 session.stdin().write("bye\n".getBytes(java.nio.charset.StandardCharsets.UTF_8));
                 session.stdout().readAllBytes();
@@ -63,6 +67,28 @@ class LifecycleTest {
                 assertEquals(BackendException.Kind.TERMINATED, assertThrows(BackendException.class,
                         () -> runtime.signal(sleeper, openshell.isolation.ProcessSignal.CONT)).kind());
             }
+        }
+    }
+
+    /** Waits until some process runs exactly this command line (arguments each ended by NUL). */
+    private static void awaitCommandLine(String commandLine) throws Exception {
+        byte[] wanted = commandLine.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        long deadline = System.nanoTime() + TestSandbox.WAIT.toNanos();
+        while (true) {
+            try (java.util.stream.Stream<java.nio.file.Path> entries = java.nio.file.Files.list(java.nio.file.Path.of("/proc"))) {
+                boolean found = entries.filter(p -> p.getFileName().toString().chars().allMatch(Character::isDigit)).anyMatch(p -> {
+                    try {
+                        return java.util.Arrays.equals(wanted, java.nio.file.Files.readAllBytes(p.resolve("cmdline")));
+                    } catch (java.io.IOException gone) {
+                        return false;
+                    }
+                });
+                if (found) {
+                    return;
+                }
+            }
+            assertTrue(System.nanoTime() < deadline, "no process ran " + commandLine.replace('\0', ' ') + " within " + TestSandbox.WAIT);
+            Thread.sleep(5);
         }
     }
 
