@@ -87,12 +87,13 @@
  * <tr><td>{@code SessionHub.TOKEN_LIFETIME}</td><td>30 min</td><td>tokens expire; refreshed 10 min before</td></tr>
  * <tr><td>{@code SessionHub.MAX_EXECS_PER_SESSION}</td><td>64</td><td>the next exec is refused (429)</td></tr>
  * <tr><td>{@code SessionHub.MAX_EXEC_EVENTS}</td><td>256</td><td>the supervisor's stream waits up to 30 s, then the exec is abandoned</td></tr>
- * <tr><td>{@code SessionHub.MAX_LOG_LINES}</td><td>1000 per sandbox, in the store</td><td>the oldest line goes</td></tr>
+ * <tr><td>{@code SandboxLogs.MAX_LINES}</td><td>1000 per sandbox, in the store</td><td>the oldest line goes</td></tr>
+ * <tr><td>{@code SandboxLogs.APPEND_ATTEMPTS}</td><td>3 tries per batch of log lines</td><td>the lines are counted as lost, reported on standard error, and the sandbox's next kept line says how many</td></tr>
  * <tr><td>{@code SessionExec.OUTPUT_WINDOW}</td><td>256 KiB per exec</td><td>the supervisor waits for credit; exceeding it loses and terminates the exec</td></tr>
  * <tr><td>{@code SessionExec.STDIN_WINDOW}</td><td>16 KiB per exec (inside HTTP/2's 64 KiB window: see the class)</td><td>the caller waits for credit; exceeding it ends the stream with an error and terminates the exec</td></tr>
  * <tr><td>{@code ExecEndpoint.DEFAULT_CLIENT_OUTPUT_WINDOW}</td><td>256 KiB</td><td>the gateway waits for the caller's credit</td></tr>
  * <tr><td>{@code ExecEndpoint.MAX_CLIENT_OUTPUT_WINDOW}</td><td>4 MiB</td><td>a larger announced window is capped</td></tr>
- * <tr><td>{@code SessionHub.MAX_LOG_LINE_CHARS}</td><td>4096</td><td>the line is cut</td></tr>
+ * <tr><td>{@code SandboxLogs.MAX_LINE_CHARS}</td><td>4096</td><td>the line is cut</td></tr>
  * </table>
  */
 module openshell.gateway {

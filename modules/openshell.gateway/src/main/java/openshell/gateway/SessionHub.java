@@ -63,10 +63,6 @@ final class SessionHub extends GatewaySessionGrpc.GatewaySessionImplBase {
     static final Duration REFRESH_MARGIN = Duration.ofMinutes(10);
     /** Execs in flight per session; the next one is refused. */
     static final int MAX_EXECS_PER_SESSION = 64;
-    /** Log lines kept per sandbox (the oldest go first). */
-    static final int MAX_LOG_LINES = 1000;
-    /** Longest log line kept; longer ones are cut. */
-    static final int MAX_LOG_LINE_CHARS = 4096;
     /** The token holder's role. */
     static final String COMPONENT = "supervisor";
 
@@ -75,12 +71,14 @@ final class SessionHub extends GatewaySessionGrpc.GatewaySessionImplBase {
     private final ScheduledExecutorService timers;
     private final Clock clock;
     private final Map<String, Session> live = new ConcurrentHashMap<>();
+    private final SandboxLogs logs;
 
     SessionHub(SandboxStore store, TokenIssuer issuer, ScheduledExecutorService timers, Clock clock) {
         this.store = store;
         this.issuer = issuer;
         this.timers = timers;
         this.clock = clock;
+        this.logs = new SandboxLogs(store, clock);
     }
 
     @Override
@@ -126,7 +124,7 @@ final class SessionHub extends GatewaySessionGrpc.GatewaySessionImplBase {
      * @param event what happened
      */
     void note(SandboxId id, String event) {
-        log(id.value(), List.of(clock.instant().truncatedTo(java.time.temporal.ChronoUnit.SECONDS) + " gateway: " + event));
+        logs.append(id, List.of(logs.gatewayLine(event)));
     }
 
     /**
@@ -219,16 +217,6 @@ final class SessionHub extends GatewaySessionGrpc.GatewaySessionImplBase {
         return new TokenGrant(id, generation, lineage, COMPONENT, TOKEN_LIFETIME);
     }
 
-    private void log(String sandbox, List<String> lines) {
-        List<String> cut = lines.stream().map(l -> l.length() > MAX_LOG_LINE_CHARS ? l.substring(0, MAX_LOG_LINE_CHARS) : l)
-                .toList();
-        try {
-            store.appendLogs(new SandboxId(sandbox), cut, MAX_LOG_LINES);
-        } catch (RuntimeException e) {
-            // A log line must never end a session; the supervisor keeps its own log file too.
-        }
-    }
-
     /** One supervisor's stream. Inbound messages arrive one at a time; sends are serialized. */
     private final class Session implements StreamObserver<SupervisorMessage> {
         private final StreamObserver<GatewayMessage> out;
@@ -265,7 +253,7 @@ final class SessionHub extends GatewaySessionGrpc.GatewaySessionImplBase {
                 case POLICY_OUTCOME -> Optional.ofNullable(policies.get(message.getPolicyOutcome().getRevisionId()))
                         .ifPresent(f -> f.complete(message.getPolicyOutcome()));
                 case TOKEN_ACK -> pendingAck.complete(message.getTokenAck().getCredentialEpoch());
-                case LOGS -> log(sandbox, message.getLogs().getLinesList());
+                case LOGS -> logs.append(new SandboxId(sandbox), message.getLogs().getLinesList());
                 case EXEC_EVENT -> execEvent(message.getExecEvent());
                 case HELLO -> end(Status.INVALID_ARGUMENT, "hello twice");
                 case KIND_NOT_SET -> end(Status.INVALID_ARGUMENT, "empty message");

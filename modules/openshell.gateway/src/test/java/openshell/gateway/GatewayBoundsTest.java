@@ -75,15 +75,15 @@ class GatewayBoundsTest {
                 assertTrue(sup.next().hasConfig());
                 sup.ackRefresh();
                 List<String> lines = new ArrayList<>();
-                IntStream.rangeClosed(0, SessionHub.MAX_LOG_LINES).forEach(i -> lines.add("line " + i));
+                IntStream.rangeClosed(0, SandboxLogs.MAX_LINES).forEach(i -> lines.add("line " + i));
                 sup.send.onNext(SupervisorMessage.newBuilder().setLogs(LogLines.newBuilder().addAllLines(lines)).build());
-                List<String> kept = awaitLast(g, "line " + SessionHub.MAX_LOG_LINES);
-                assertEquals(SessionHub.MAX_LOG_LINES, kept.size());
+                List<String> kept = awaitLast(g, "line " + SandboxLogs.MAX_LINES);
+                assertEquals(SandboxLogs.MAX_LINES, kept.size());
                 assertFalse(kept.contains("line 0"), "the oldest line went");
                 // A gateway event about the sandbox (its refresh) may land after the batch and push one more out.
                 List<String> fromSupervisor = kept.stream().filter(l -> l.startsWith("line ")).toList();
-                assertTrue(fromSupervisor.size() >= SessionHub.MAX_LOG_LINES - 1, "the rest is kept: " + fromSupervisor.size());
-                assertEquals("line " + SessionHub.MAX_LOG_LINES, fromSupervisor.getLast(), "oldest first");
+                assertTrue(fromSupervisor.size() >= SandboxLogs.MAX_LINES - 1, "the rest is kept: " + fromSupervisor.size());
+                assertEquals("line " + SandboxLogs.MAX_LINES, fromSupervisor.getLast(), "oldest first");
             }
         }
     }

@@ -1,0 +1,87 @@
+package openshell.gateway;
+
+import java.time.Clock;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+import openshell.gateway.store.SandboxStore;
+import openshell.isolation.SandboxId;
+
+/**
+ * Writes a sandbox's log lines (the supervisor's and the gateway's own events) to the store
+ * without ever ending a session over them, and without losing them silently: a batch the store
+ * refuses (a row lock another writer held past the database's lock timeout, the database gone)
+ * is tried again {@link #APPEND_ATTEMPTS} times; if it is still refused its lines are counted,
+ * reported on the gateway's standard error, and the sandbox's next kept lines begin with a
+ * gateway line that says how many were lost and why, so a reader of the log sees the gap.
+ */
+final class SandboxLogs {
+    /** Log lines kept per sandbox (the oldest go first). */
+    static final int MAX_LINES = 1000;
+    /** Longest log line kept; longer ones are cut. */
+    static final int MAX_LINE_CHARS = 4096;
+    /** Tries at one batch before its lines count as lost; each waits out the database's lock timeout. */
+    static final int APPEND_ATTEMPTS = 3;
+
+    private final SandboxStore store;
+    private final Clock clock;
+    // Lines lost per sandbox since its last kept batch, and the last reason. An entry goes when a
+    // batch of that sandbox is kept; at most one entry per sandbox the store holds (they are bounded).
+    private final Map<String, Loss> lost = new ConcurrentHashMap<>();
+
+    private record Loss(long lines, String reason) {
+    }
+
+    SandboxLogs(SandboxStore store, Clock clock) {
+        this.store = store;
+        this.clock = clock;
+    }
+
+    /**
+     * Appends the lines, each cut to {@link #MAX_LINE_CHARS}.
+     *
+     * @param sandbox the sandbox
+     * @param lines   the lines
+     * @return whether they were kept (when not, they are counted as lost and reported)
+     */
+    boolean append(SandboxId sandbox, List<String> lines) {
+        if (lines.isEmpty()) {
+            return true;
+        }
+        List<String> batch = new ArrayList<>(lines.size() + 1);
+        Loss before = lost.get(sandbox.value());
+        if (before != null) {
+            batch.add(gatewayLine(before.lines() + " log lines were lost before this one: " + before.reason()));
+        }
+        for (String line : lines) {
+            batch.add(line.length() > MAX_LINE_CHARS ? line.substring(0, MAX_LINE_CHARS) : line);
+        }
+        RuntimeException last = null;
+        for (int attempt = 0; attempt < APPEND_ATTEMPTS; attempt++) {
+            try {
+                store.appendLogs(sandbox, batch, MAX_LINES);
+                if (before != null) {
+                    lost.remove(sandbox.value(), before);
+                }
+                return true;
+            } catch (RuntimeException e) {
+                last = e;
+            }
+        }
+        String reason = String.valueOf(last.getMessage());
+        Loss now = lost.merge(sandbox.value(), new Loss(lines.size(), reason),
+                (a, b) -> new Loss(a.lines() + b.lines(), b.reason()));
+        // Only the count and the store's message: the lines themselves may be the agent's output.
+        System.err.println("openshell gateway: " + lines.size() + " log lines of sandbox " + sandbox.value()
+                + " not kept after " + APPEND_ATTEMPTS + " tries (" + now.lines() + " so far): " + reason);
+        return false;
+    }
+
+    /** @return a line in the gateway's own voice, as its events about a sandbox are written */
+    String gatewayLine(String event) {
+        return clock.instant().truncatedTo(ChronoUnit.SECONDS) + " gateway: " + event;
+    }
+}

@@ -1,0 +1,150 @@
+package openshell.gateway;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.time.Clock;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.temporal.ChronoUnit;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import openshell.driver.DialDirection;
+import openshell.driver.Provisioned;
+import openshell.gateway.store.SandboxRecord;
+import openshell.gateway.store.SandboxState;
+import openshell.gateway.store.SandboxStore;
+import openshell.gateway.store.StoreConfig;
+import openshell.isolation.BackendKey;
+import openshell.isolation.SandboxId;
+import openshell.isolation.SandboxSessionId;
+import openshell.isolation.TopologyDescriptor;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Log lines the store refuses are tried again, and when still refused they are not lost in
+ * silence: standard error says so, and the sandbox's next kept lines say how many went. The
+ * refusal is the real one: another connection holds the sandbox's row past H2's lock timeout.
+ */
+class SandboxLogsTest {
+    private static final Instant NOW = Instant.parse("2026-12-01T10:00:00Z");
+    private static final SandboxId ID = new SandboxId("sb-logs");
+
+    @Test
+    void aBatchRefusedEveryTryIsCountedReportedAndAnnouncedWithTheNextKeptLines() throws Exception {
+        StoreConfig config = StoreConfig.embedded(Files.createTempDirectory("openshell-logs-test-").resolve("db"));
+        try (SandboxStore store = SandboxStore.open(config)) {
+            store.create(record());
+            SandboxLogs logs = new SandboxLogs(store, Clock.fixed(NOW, ZoneOffset.UTC));
+            String reported;
+            try (Connection holder = rowHeld(config)) {
+                long start = System.nanoTime();
+                reported = stderrOf(() -> assertFalse(logs.append(ID, List.of("lost one", "lost two")),
+                        "refused while the row is held"));
+                long waited = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+                System.out.println("one refused batch took " + waited + " ms");
+                assertTrue(waited >= SandboxLogs.APPEND_ATTEMPTS * lockTimeoutMillis(holder), "each try waited out the lock: " + waited);
+                assertFalse(logs.append(ID, List.of("lost three")));
+                holder.rollback();
+            }
+            assertTrue(reported.startsWith("openshell gateway: 2 log lines of sandbox sb-logs not kept after "
+                    + SandboxLogs.APPEND_ATTEMPTS + " tries (2 so far): "), reported);
+            assertFalse(reported.contains("lost one"), "the lines themselves are never printed: " + reported);
+            assertEquals(List.of(), store.logs(ID));
+
+            assertTrue(logs.append(ID, List.of("kept")));
+            List<String> kept = store.logs(ID);
+            assertEquals(2, kept.size(), kept.toString());
+            assertTrue(kept.get(0).startsWith(NOW + " gateway: 3 log lines were lost before this one: sandbox store failed"),
+                    kept.get(0));
+            assertEquals("kept", kept.get(1));
+
+            assertTrue(logs.append(ID, List.of("next")));
+            assertEquals("next", store.logs(ID).getLast(), "the loss is announced once");
+            assertEquals(3, store.logs(ID).size());
+        }
+    }
+
+    @Test
+    void aLockReleasedDuringTheTriesLosesNothing() throws Exception {
+        StoreConfig config = StoreConfig.embedded(Files.createTempDirectory("openshell-logs-test-").resolve("db"));
+        try (SandboxStore store = SandboxStore.open(config)) {
+            store.create(record());
+            SandboxLogs logs = new SandboxLogs(store, Clock.fixed(NOW, ZoneOffset.UTC));
+            CompletableFuture<Boolean> appended;
+            try (Connection holder = rowHeld(config)) {
+                appended = CompletableFuture.supplyAsync(() -> logs.append(ID, List.of("waited")));
+                // Released while the second try waits: the first was refused, the second keeps the line.
+                Thread.sleep(lockTimeoutMillis(holder) * 3 / 2);
+                holder.rollback();
+            }
+            assertTrue(appended.get(30, TimeUnit.SECONDS));
+            assertEquals(List.of("waited"), store.logs(ID));
+        }
+    }
+
+    @Test
+    void linesAreCutAtTheBound() throws Exception {
+        StoreConfig config = StoreConfig.embedded(Files.createTempDirectory("openshell-logs-test-").resolve("db"));
+        try (SandboxStore store = SandboxStore.open(config)) {
+            store.create(record());
+            SandboxLogs logs = new SandboxLogs(store, Clock.fixed(NOW, ZoneOffset.UTC));
+            String atBound = "a".repeat(SandboxLogs.MAX_LINE_CHARS);
+            assertTrue(logs.append(ID, List.of(atBound, atBound + "b")));
+            assertEquals(List.of(atBound, atBound), store.logs(ID));
+        }
+    }
+
+    /** How long a statement waits for a row another transaction holds (H2's default, as a session sees it). */
+    private static long lockTimeoutMillis(Connection c) throws Exception {
+        try (PreparedStatement s = c.prepareStatement("SELECT LOCK_TIMEOUT()")) {
+            var rows = s.executeQuery();
+            assertTrue(rows.next(), "H2 reports its lock timeout");
+            long millis = rows.getLong(1);
+            assertTrue(millis > 0, "a lock wait that ends: " + millis);
+            return millis;
+        }
+    }
+
+    private static Connection rowHeld(StoreConfig config) throws Exception {
+        Connection c = DriverManager.getConnection(config.jdbcUrl(), config.username(), config.password());
+        c.setAutoCommit(false);
+        try (PreparedStatement s = c.prepareStatement("SELECT id FROM sandboxes WHERE id = ? FOR UPDATE")) {
+            s.setString(1, ID.value());
+            assertTrue(s.executeQuery().next());
+        }
+        return c;
+    }
+
+    private static String stderrOf(Runnable work) {
+        PrintStream original = System.err;
+        ByteArrayOutputStream captured = new ByteArrayOutputStream();
+        System.setErr(new PrintStream(captured, true, StandardCharsets.UTF_8));
+        try {
+            work.run();
+        } finally {
+            System.setErr(original);
+        }
+        return captured.toString(StandardCharsets.UTF_8);
+    }
+
+    private static SandboxRecord record() {
+        Instant now = Instant.now().truncatedTo(ChronoUnit.MILLIS);
+        return new SandboxRecord(ID, "logs", "process",
+                Provisioned.of(TopologyDescriptor.of(new BackendKey("openshell-sandbox", 1), new byte[] {1}),
+                        DialDirection.RUNTIME_INITIATED, new byte[] {1}),
+                SandboxState.PROVISIONING, 1, 1, SandboxSessionId.fresh().value(), 1,
+                "version: 1\nnetwork_policies: {}\n", 1, now, now);
+    }
+}
