@@ -17,6 +17,8 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -123,6 +125,18 @@ int main(int argc, char **argv) {
     report("chroot", chroot("/"));
     report("setuid-root", setuid(0));
     report("mount-proc", syscall(SYS_mount, "none", "/tmp", "tmpfs", 0, NULL));
+
+    /* Where container escapes start: kernel surfaces an agent has no business reaching. */
+    unsigned int bpf_attr[32] = {1 /* BPF_PROG_TYPE_SOCKET_FILTER, no instructions */};
+    report("bpf-prog-load", syscall(SYS_bpf, 5 /* BPF_PROG_LOAD */, bpf_attr, sizeof bpf_attr));
+    unsigned int perf_attr[32] = {0 /* PERF_TYPE_HARDWARE */, sizeof perf_attr};
+    report("perf-event-open", syscall(SYS_perf_event_open, perf_attr, 0, -1, -1, 0));
+    report("userfaultfd", syscall(SYS_userfaultfd, O_CLOEXEC));
+    struct { unsigned int bytes; int type; unsigned char f[8]; } handle = {.bytes = 8, .type = 1};
+    report("open-by-handle-at", syscall(SYS_open_by_handle_at, AT_FDCWD, &handle, O_RDONLY));
+    report("mknod-char-device", mknod("openshell-mem", S_IFCHR | 0600, makedev(1, 1)));
+    report("keyctl-join-session", syscall(SYS_keyctl, 1 /* KEYCTL_JOIN_SESSION_KEYRING */, "openshell"));
+    report("add-key", syscall(SYS_add_key, "user", "openshell", "x", 1, -3 /* KEY_SPEC_SESSION_KEYRING */));
 
     /* vfork: the child connects while the parent is suspended; it is mediated (and denied) too. */
     pid_t child = vfork();

@@ -16,6 +16,10 @@ package openshell.linux;
  * <tr><td>{@code io_uring_setup/enter/register}</td><td>EPERM (io_uring would bypass this filter)</td></tr>
  * <tr><td>{@code unshare} or {@code clone} with {@code CLONE_NEWUSER}</td><td>EPERM (a new user namespace would hand out capabilities again)</td></tr>
  * <tr><td>{@code clone3}</td><td>ENOSYS (its flags are behind a pointer; libc falls back to {@code clone})</td></tr>
+ * <tr><td>{@code keyctl}, {@code add_key}, {@code request_key}</td><td>EPERM (the kernel's keyrings are not
+ *     namespaced: a key is shared by everything that runs as its host uid, in any sandbox or none)</td></tr>
+ * <tr><td>{@code bpf}, {@code perf_event_open}, {@code userfaultfd}</td><td>EPERM whatever the host's sysctls
+ *     let unprivileged users do (kernel attack surface, and a way to widen races, that no agent needs)</td></tr>
  * <tr><td>everything else</td><td>allow</td></tr>
  * </table>
  *
@@ -38,6 +42,12 @@ public final class WorkloadFilter {
     static final int NR_IO_URING_SETUP = 425;
     static final int NR_IO_URING_ENTER = 426;
     static final int NR_IO_URING_REGISTER = 427;
+    static final int NR_ADD_KEY = 248;
+    static final int NR_REQUEST_KEY = 249;
+    static final int NR_KEYCTL = 250;
+    static final int NR_PERF_EVENT_OPEN = 298;
+    static final int NR_BPF = 321;
+    static final int NR_USERFAULTFD = 323;
 
     static final int AF_UNIX = 1;
     static final int AF_INET = 2;
@@ -73,6 +83,12 @@ public final class WorkloadFilter {
                 .jumpIfEqual(NR_CLONE, "clone")
                 .jumpIfEqual(NR_UNSHARE, "clone")
                 .jumpIfEqual(NR_CLONE3, "enosys")
+                .jumpIfEqual(NR_ADD_KEY, "eperm")
+                .jumpIfEqual(NR_REQUEST_KEY, "eperm")
+                .jumpIfEqual(NR_KEYCTL, "eperm")
+                .jumpIfEqual(NR_PERF_EVENT_OPEN, "eperm")
+                .jumpIfEqual(NR_BPF, "eperm")
+                .jumpIfEqual(NR_USERFAULTFD, "eperm")
                 .ret(Seccomp.RET_ALLOW)
                 .label("clone")
                 .loadArgLow(0)

@@ -90,6 +90,39 @@ class SeccompTest {
         }
     }
 
+    /**
+     * Without the filter, joining a fresh session keyring succeeds for any user, and the other
+     * calls fail with EFAULT (null arguments) or as the host's sysctls say: the filter's EPERM
+     * comes first, whatever the host allows.
+     */
+    @Test
+    void filterRefusesKeyringsBpfPerfAndUserfaultfdOnTheRealKernel() throws Exception {
+        FilteredThread thread = FilteredThread.start(WorkloadFilter.program(), () -> {
+            int[] calls = {WorkloadFilter.NR_KEYCTL, WorkloadFilter.NR_ADD_KEY, WorkloadFilter.NR_REQUEST_KEY,
+                    WorkloadFilter.NR_PERF_EVENT_OPEN, WorkloadFilter.NR_BPF, WorkloadFilter.NR_USERFAULTFD};
+            // keyctl(KEYCTL_JOIN_SESSION_KEYRING, NULL): a new anonymous session keyring.
+            long[] args = {1, 0, 0, 0, 0, 0};
+            long[] results = new long[calls.length * 2];
+            for (int i = 0; i < calls.length; i++) {
+                results[2 * i] = LibC.syscall(calls[i], args[0], args[1], args[2], args[3], args[4], args[5]);
+                results[2 * i + 1] = LibC.errno();
+                args = new long[] {0, 0, 0, 0, 0, 0};
+            }
+            return results;
+        });
+        try (SeccompListener listener = thread.listener) {
+            // Completing without any answer from us proves none of these calls was notified.
+            long[] r = thread.await();
+            assertTrue(listener.fd().isOpen());
+            long[] refused = new long[r.length];
+            for (int i = 0; i < refused.length; i += 2) {
+                refused[i] = -1;
+                refused[i + 1] = Errno.EPERM;
+            }
+            assertArrayEquals(refused, r);
+        }
+    }
+
     @Test
     void addFdInjectsOurConnectedSocketAndASeparateSendReturnsZero() throws Exception {
         try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
