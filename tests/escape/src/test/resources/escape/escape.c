@@ -2,7 +2,8 @@
  * Bypass attempts run as a workload process of a real sandbox; each prints "name outcome" (the
  * errno's name, or SUCCEEDED). argv: the runtime's pid (in the sandbox's pid namespace), the
  * upstream's IPv4 address and port: every TCP attempt aims at that upstream, whose policy allows
- * only another binary, so the test can also assert that no byte arrived there.
+ * only another binary, so the test can also assert that no byte arrived there; and the name of an
+ * abstract Unix socket a host process listens on.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -12,6 +13,7 @@
 #include <linux/rtnetlink.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +23,7 @@
 #include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -36,8 +39,8 @@ static struct sockaddr_in v4(const char *ip, int port) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: escape RUNTIME_PID UPSTREAM_IP UPSTREAM_PORT\n");
+    if (argc != 5) {
+        fprintf(stderr, "usage: escape RUNTIME_PID UPSTREAM_IP UPSTREAM_PORT HOST_ABSTRACT_SOCKET\n");
         return 64;
     }
     pid_t runtime = atoi(argv[1]);
@@ -125,6 +128,13 @@ int main(int argc, char **argv) {
     report("chroot", chroot("/"));
     report("setuid-root", setuid(0));
     report("mount-proc", syscall(SYS_mount, "none", "/tmp", "tmpfs", 0, NULL));
+
+    /* An abstract Unix socket a host process listens on: a name in the host's network namespace. */
+    struct sockaddr_un au = {.sun_family = AF_UNIX};
+    size_t an = strnlen(argv[4], sizeof au.sun_path - 1);
+    memcpy(au.sun_path + 1, argv[4], an);
+    report("host-abstract-socket", connect(socket(AF_UNIX, SOCK_STREAM, 0), (struct sockaddr *)&au,
+                                           offsetof(struct sockaddr_un, sun_path) + 1 + an));
 
     /* Where container escapes start: kernel surfaces an agent has no business reaching. */
     unsigned int bpf_attr[32] = {1 /* BPF_PROG_TYPE_SOCKET_FILTER, no instructions */};

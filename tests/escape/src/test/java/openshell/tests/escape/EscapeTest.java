@@ -57,6 +57,8 @@ class EscapeTest {
     /** Longest wait for the agent (two JVM starts, gcc-built programs, 2 loaded cores). */
     private static final Duration AGENT_WAIT = Duration.ofSeconds(300);
     private static final Duration GCC_WAIT = Duration.ofSeconds(120);
+    /** Longest wait for the host's abstract-socket listener to start, or for a host connect to it. */
+    private static final Duration HELPER_WAIT = Duration.ofSeconds(60);
     private static final int WORKLOAD_ID = 1000;
     private static final String ALLOWED_BODY = "allowed-body-5c1e";
 
@@ -95,6 +97,9 @@ class EscapeTest {
         e.put("chroot", "EPERM");
         e.put("setuid-root", "EPERM");
         e.put("mount-proc", "EPERM");
+        // A host abstract Unix socket (the containerd-shim escape, CVE-2020-15257, went through one):
+        // abstract names live in a network namespace, and the sandbox has its own.
+        e.put("host-abstract-socket", "ECONNREFUSED");
         // The seccomp filter's own EPERM, whatever the host's sysctls allow (perf_event_open was EACCES
         // here by perf_event_paranoid alone, and joining a session keyring succeeded before the filter said no).
         e.put("bpf-prog-load", "EPERM");
@@ -124,12 +129,16 @@ class EscapeTest {
             fail("this suite needs root: the process driver maps a private uid range for each sandbox");
         }
         InetAddress host = firstNonLoopbackIpv4();
-        try (Upstream upstream = new Upstream(host)) {
-            run(host, upstream);
+        try (Upstream upstream = new Upstream(host); AbstractListener hostSocket = new AbstractListener()) {
+            // Control: the host's own processes reach it, so a refusal inside is the namespace's doing.
+            hostSocket.connectFromHost();
+            assertEquals(1, hostSocket.accepted(), "the host reaches its abstract socket");
+            run(host, upstream, hostSocket.name);
+            assertEquals(1, hostSocket.accepted(), "nothing in the sandbox reached the host's abstract socket");
         }
     }
 
-    private static void run(InetAddress host, Upstream upstream) throws Exception {
+    private static void run(InetAddress host, Upstream upstream, String abstractName) throws Exception {
         Path work = Path.of(System.getProperty("openshell.mains.work.dir"));
         Files.createDirectories(work);
         Path root = Files.createTempDirectory(work, "run");
@@ -151,7 +160,7 @@ class EscapeTest {
         // Setuid root, owned by host root: what an image's setuid program looks like from inside.
         compile("euid", workspace, "rwsr-xr-x");
         copyResource("attempts.py", workspace.resolve("attempts.py"));
-        Path agent = Files.writeString(workspace.resolve("agent.sh"), agentScript(host.getHostAddress(), upstream.port()));
+        Path agent = Files.writeString(workspace.resolve("agent.sh"), agentScript(host.getHostAddress(), upstream.port(), abstractName));
         Files.setPosixFilePermissions(agent, PosixFilePermissions.fromString("rwxr-xr-x"));
 
         String policy = """
@@ -229,7 +238,7 @@ class EscapeTest {
     }
 
     /** The agent: the C attempts, the Python attempts, the setuid exec, then the allowed request. */
-    private static String agentScript(String host, int port) {
+    private static String agentScript(String host, int port, String abstractName) {
         return """
                 #!/bin/bash
                 exec >"$OUT/agent.log" 2>&1
@@ -242,12 +251,12 @@ class EscapeTest {
                     fi
                 done
                 echo "runtime pid: $RT"
-                ./escape "$RT" %1$s %2$d >escape.out; echo "escape exit $?"
+                ./escape "$RT" %1$s %2$d %3$s >escape.out; echo "escape exit $?"
                 /usr/bin/python3 attempts.py %1$s %2$d >python.out; echo "python exit $?"
                 ./euid >setuid.out; echo "euid exit $?"
                 curl -sS -o allowed.body -w '%%{http_code}' --max-time 60 http://%1$s:%2$d/allowed >allowed.code
                 touch done
-                """.formatted(host, port);
+                """.formatted(host, port, abstractName);
     }
 
     private static void compile(String name, Path into, String mode) throws Exception {
@@ -276,6 +285,71 @@ class EscapeTest {
             Files.copy(in, to, StandardCopyOption.REPLACE_EXISTING);
         }
         Files.setPosixFilePermissions(to, PosixFilePermissions.fromString("rw-r--r--"));
+    }
+
+    /**
+     * An abstract Unix socket bound in the host's network namespace by a host process (Java
+     * cannot bind abstract names), counting the connections it accepts.
+     */
+    private static final class AbstractListener implements AutoCloseable {
+        private static final String SERVE = """
+                import socket, sys
+                s = socket.socket(socket.AF_UNIX)
+                s.bind('\\0' + sys.argv[1])
+                s.listen(8)
+                print('listening', flush=True)
+                while True:
+                    c, _ = s.accept()
+                    print('accepted', flush=True)
+                    c.close()
+                """;
+        private static final String CONNECT = """
+                import socket, sys
+                socket.socket(socket.AF_UNIX).connect('\\0' + sys.argv[1])
+                """;
+        final String name = "openshell-escape-" + Long.toHexString(System.nanoTime());
+        private final Process process;
+        private final List<String> lines = new CopyOnWriteArrayList<>();
+        private final java.util.concurrent.CountDownLatch listening = new java.util.concurrent.CountDownLatch(1);
+
+        AbstractListener() throws Exception {
+            process = new ProcessBuilder("/usr/bin/python3", "-c", SERVE, name).redirectErrorStream(true).start();
+            Thread.ofPlatform().daemon(true).name("escape-abstract-listener").start(() -> {
+                try (var out = new java.io.BufferedReader(new java.io.InputStreamReader(process.getInputStream(),
+                        StandardCharsets.UTF_8))) {
+                    String line;
+                    while ((line = out.readLine()) != null) {
+                        lines.add(line);
+                        if (line.equals("listening")) {
+                            listening.countDown();
+                        }
+                    }
+                } catch (IOException e) {
+                    // the listener is gone; accepted() says what it saw
+                }
+            });
+            assertTrue(listening.await(HELPER_WAIT.toSeconds(), TimeUnit.SECONDS), "the host listener did not start: " + lines);
+        }
+
+        void connectFromHost() throws Exception {
+            Process p = new ProcessBuilder("/usr/bin/python3", "-c", CONNECT, name).redirectErrorStream(true).start();
+            String output = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertTrue(p.waitFor(HELPER_WAIT.toSeconds(), TimeUnit.SECONDS), "the host's connect did not finish");
+            assertEquals(0, p.exitValue(), "the host's connect: " + output);
+            long deadline = System.nanoTime() + HELPER_WAIT.toNanos();
+            while (accepted() < 1 && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+            }
+        }
+
+        long accepted() {
+            return lines.stream().filter("accepted"::equals).count();
+        }
+
+        @Override
+        public void close() {
+            process.destroyForcibly();
+        }
     }
 
     /** A plain TCP upstream: records each connection's first line and answers it with a small HTTP response. */
