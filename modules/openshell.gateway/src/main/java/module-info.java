@@ -88,6 +88,7 @@
  * <tr><td>{@code SessionHub.MAX_EXECS_PER_SESSION}</td><td>64</td><td>the next exec is refused (429)</td></tr>
  * <tr><td>{@code SessionHub.MAX_EXEC_EVENTS}</td><td>256</td><td>the supervisor's stream waits up to 30 s, then the exec is abandoned</td></tr>
  * <tr><td>{@code SandboxLogs.MAX_LINES}</td><td>1000 per sandbox, in the store</td><td>the oldest line goes</td></tr>
+ * <tr><td>{@code SandboxLogs.MAX_REMEMBERED_LOSSES}</td><td>10,000 sandboxes (the store's bound)</td><td>a further loss is reported on standard error but not announced in the sandbox's log</td></tr>
  * <tr><td>{@code SandboxLogs.APPEND_ATTEMPTS}</td><td>3 tries per batch of log lines</td><td>the lines are counted as lost, reported on standard error, and the sandbox's next kept line says how many</td></tr>
  * <tr><td>{@code SessionExec.OUTPUT_WINDOW}</td><td>256 KiB per exec</td><td>the supervisor waits for credit; exceeding it loses and terminates the exec</td></tr>
  * <tr><td>{@code SessionExec.STDIN_WINDOW}</td><td>16 KiB per exec (inside HTTP/2's 64 KiB window: see the class)</td><td>the caller waits for credit; exceeding it ends the stream with an error and terminates the exec</td></tr>

@@ -25,19 +25,32 @@ final class SandboxLogs {
     static final int MAX_LINE_CHARS = 4096;
     /** Tries at one batch before its lines count as lost; each waits out the database's lock timeout. */
     static final int APPEND_ATTEMPTS = 3;
+    /**
+     * Sandboxes whose losses are remembered for announcement at once (as many as the store holds);
+     * a loss beyond it is still reported on standard error, only not announced in the log.
+     */
+    static final int MAX_REMEMBERED_LOSSES = SandboxStore.MAX_SANDBOXES;
 
     private final SandboxStore store;
     private final Clock clock;
     // Lines lost per sandbox since its last kept batch, and the last reason. An entry goes when a
-    // batch of that sandbox is kept; at most one entry per sandbox the store holds (they are bounded).
+    // batch of that sandbox is kept (a deleted sandbox's batch counts as kept: the store drops it).
     private final Map<String, Loss> lost = new ConcurrentHashMap<>();
 
     private record Loss(long lines, String reason) {
     }
 
+    private final int maxRememberedLosses;
+
     SandboxLogs(SandboxStore store, Clock clock) {
+        this(store, clock, MAX_REMEMBERED_LOSSES);
+    }
+
+    /** With another bound on remembered losses: a test at the bound needs no 10,000 sandboxes. */
+    SandboxLogs(SandboxStore store, Clock clock, int maxRememberedLosses) {
         this.store = store;
         this.clock = clock;
+        this.maxRememberedLosses = maxRememberedLosses;
     }
 
     /**
@@ -72,11 +85,17 @@ final class SandboxLogs {
             }
         }
         String reason = String.valueOf(last.getMessage());
-        Loss now = lost.merge(sandbox.value(), new Loss(lines.size(), reason),
-                (a, b) -> new Loss(a.lines() + b.lines(), b.reason()));
+        String tally;
+        if (lost.containsKey(sandbox.value()) || lost.size() < maxRememberedLosses) {
+            Loss now = lost.merge(sandbox.value(), new Loss(lines.size(), reason),
+                    (a, b) -> new Loss(a.lines() + b.lines(), b.reason()));
+            tally = now.lines() + " so far";
+        } else {
+            tally = "not announced in its log: " + maxRememberedLosses + " sandboxes have losses to announce";
+        }
         // Only the count and the store's message: the lines themselves may be the agent's output.
         System.err.println("openshell gateway: " + lines.size() + " log lines of sandbox " + sandbox.value()
-                + " not kept after " + APPEND_ATTEMPTS + " tries (" + now.lines() + " so far): " + reason);
+                + " not kept after " + APPEND_ATTEMPTS + " tries (" + tally + "): " + reason);
         return false;
     }
 

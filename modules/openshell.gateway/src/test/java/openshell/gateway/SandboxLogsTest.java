@@ -95,6 +95,22 @@ class SandboxLogsTest {
     }
 
     @Test
+    void lossesAreRememberedForAtMostTheBoundOfSandboxes() throws Exception {
+        StoreConfig config = StoreConfig.embedded(Files.createTempDirectory("openshell-logs-test-").resolve("db"));
+        SandboxStore store = SandboxStore.open(config);
+        store.create(record());
+        // A store that is gone refuses at once: every try fails without a lock wait.
+        store.close();
+        SandboxLogs logs = new SandboxLogs(store, Clock.fixed(NOW, ZoneOffset.UTC), 1);
+        String first = stderrOf(() -> assertFalse(logs.append(ID, List.of("a", "b"))));
+        assertTrue(first.contains("(2 so far)"), first);
+        String again = stderrOf(() -> assertFalse(logs.append(ID, List.of("c"))));
+        assertTrue(again.contains("(3 so far)"), "the remembered sandbox keeps counting: " + again);
+        String other = stderrOf(() -> assertFalse(logs.append(new SandboxId("sb-other"), List.of("d"))));
+        assertTrue(other.contains("not announced in its log: 1 sandboxes have losses to announce"), other);
+    }
+
+    @Test
     void linesAreCutAtTheBound() throws Exception {
         StoreConfig config = StoreConfig.embedded(Files.createTempDirectory("openshell-logs-test-").resolve("db"));
         try (SandboxStore store = SandboxStore.open(config)) {
