@@ -40,13 +40,13 @@ import org.junit.jupiter.api.Test;
 class SandboxLogsTest {
     private static final Instant NOW = Instant.parse("2026-12-01T10:00:00Z");
     private static final SandboxId ID = new SandboxId("sb-logs");
+    private static final Clock CLOCK = Clock.fixed(NOW, ZoneOffset.UTC);
 
     @Test
     void aBatchRefusedEveryTryIsCountedReportedAndAnnouncedWithTheNextKeptLines() throws Exception {
-        StoreConfig config = StoreConfig.embedded(Files.createTempDirectory("openshell-logs-test-").resolve("db"));
-        try (SandboxStore store = SandboxStore.open(config)) {
-            store.create(record());
-            SandboxLogs logs = new SandboxLogs(store, Clock.fixed(NOW, ZoneOffset.UTC));
+        StoreConfig config = freshConfig();
+        try (SandboxStore store = storeWithTheSandbox(config)) {
+            SandboxLogs logs = new SandboxLogs(store, CLOCK);
             String reported;
             try (Connection holder = rowHeld(config)) {
                 long start = System.nanoTime();
@@ -78,10 +78,9 @@ class SandboxLogsTest {
 
     @Test
     void aLockReleasedDuringTheTriesLosesNothing() throws Exception {
-        StoreConfig config = StoreConfig.embedded(Files.createTempDirectory("openshell-logs-test-").resolve("db"));
-        try (SandboxStore store = SandboxStore.open(config)) {
-            store.create(record());
-            SandboxLogs logs = new SandboxLogs(store, Clock.fixed(NOW, ZoneOffset.UTC));
+        StoreConfig config = freshConfig();
+        try (SandboxStore store = storeWithTheSandbox(config)) {
+            SandboxLogs logs = new SandboxLogs(store, CLOCK);
             CompletableFuture<Boolean> appended;
             try (Connection holder = rowHeld(config)) {
                 appended = CompletableFuture.supplyAsync(() -> logs.append(ID, List.of("waited")));
@@ -96,12 +95,10 @@ class SandboxLogsTest {
 
     @Test
     void lossesAreRememberedForAtMostTheBoundOfSandboxes() throws Exception {
-        StoreConfig config = StoreConfig.embedded(Files.createTempDirectory("openshell-logs-test-").resolve("db"));
-        SandboxStore store = SandboxStore.open(config);
-        store.create(record());
+        SandboxStore store = storeWithTheSandbox(freshConfig());
         // A store that is gone refuses at once: every try fails without a lock wait.
         store.close();
-        SandboxLogs logs = new SandboxLogs(store, Clock.fixed(NOW, ZoneOffset.UTC), 1);
+        SandboxLogs logs = new SandboxLogs(store, CLOCK, 1);
         String first = stderrOf(() -> assertFalse(logs.append(ID, List.of("a", "b"))));
         assertTrue(first.contains("(2 so far)"), first);
         String again = stderrOf(() -> assertFalse(logs.append(ID, List.of("c"))));
@@ -112,10 +109,9 @@ class SandboxLogsTest {
 
     @Test
     void linesAreCutAtTheBound() throws Exception {
-        StoreConfig config = StoreConfig.embedded(Files.createTempDirectory("openshell-logs-test-").resolve("db"));
-        try (SandboxStore store = SandboxStore.open(config)) {
-            store.create(record());
-            SandboxLogs logs = new SandboxLogs(store, Clock.fixed(NOW, ZoneOffset.UTC));
+        StoreConfig config = freshConfig();
+        try (SandboxStore store = storeWithTheSandbox(config)) {
+            SandboxLogs logs = new SandboxLogs(store, CLOCK);
             String atBound = "a".repeat(SandboxLogs.MAX_LINE_CHARS);
             assertTrue(logs.append(ID, List.of(atBound, atBound + "b")));
             assertEquals(List.of(atBound, atBound), store.logs(ID));
@@ -131,6 +127,17 @@ class SandboxLogsTest {
             assertTrue(millis > 0, "a lock wait that ends: " + millis);
             return millis;
         }
+    }
+
+    private static StoreConfig freshConfig() throws Exception {
+        return StoreConfig.embedded(Files.createTempDirectory("openshell-logs-test-").resolve("db"));
+    }
+
+    /** @return a store on a fresh embedded database that holds the one sandbox these tests log for */
+    private static SandboxStore storeWithTheSandbox(StoreConfig config) {
+        SandboxStore store = SandboxStore.open(config);
+        store.create(record());
+        return store;
     }
 
     private static Connection rowHeld(StoreConfig config) throws Exception {
