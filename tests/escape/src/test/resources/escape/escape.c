@@ -2,8 +2,8 @@
  * Bypass attempts run as a workload process of a real sandbox; each prints "name outcome" (the
  * errno's name, or SUCCEEDED). argv: the runtime's pid (in the sandbox's pid namespace), the
  * upstream's IPv4 address and port: every TCP attempt aims at that upstream, whose policy allows
- * only another binary, so the test can also assert that no byte arrived there; and the name of an
- * abstract Unix socket a host process listens on.
+ * only another binary, so the test can also assert that no byte arrived there; the name of an
+ * abstract Unix socket a host process listens on; and the id and key of a host shared-memory segment.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -39,8 +40,8 @@ static struct sockaddr_in v4(const char *ip, int port) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 5) {
-        fprintf(stderr, "usage: escape RUNTIME_PID UPSTREAM_IP UPSTREAM_PORT HOST_ABSTRACT_SOCKET\n");
+    if (argc != 7) {
+        fprintf(stderr, "usage: escape RUNTIME_PID UPSTREAM_IP UPSTREAM_PORT HOST_ABSTRACT_SOCKET HOST_SHM_ID HOST_SHM_KEY\n");
         return 64;
     }
     pid_t runtime = atoi(argv[1]);
@@ -135,6 +136,10 @@ int main(int argc, char **argv) {
     memcpy(au.sun_path + 1, argv[4], an);
     report("host-abstract-socket", connect(socket(AF_UNIX, SOCK_STREAM, 0), (struct sockaddr *)&au,
                                            offsetof(struct sockaddr_un, sun_path) + 1 + an));
+
+    /* A host System V shared-memory segment, mode 0666, by its key and by its id. */
+    report("host-shm-by-key", shmget((key_t)strtoul(argv[6], NULL, 0), 0, 0));
+    report("host-shm-by-id", shmat(atoi(argv[5]), NULL, SHM_RDONLY) == (void *)-1 ? -1 : 0);
 
     /* Where container escapes start: kernel surfaces an agent has no business reaching. */
     unsigned int bpf_attr[32] = {1 /* BPF_PROG_TYPE_SOCKET_FILTER, no instructions */};

@@ -100,6 +100,10 @@ class EscapeTest {
         // A host abstract Unix socket (the containerd-shim escape, CVE-2020-15257, went through one):
         // abstract names live in a network namespace, and the sandbox has its own.
         e.put("host-abstract-socket", "ECONNREFUSED");
+        // A host shared-memory segment any host user may attach (mode 0666): the sandbox has its own
+        // IPC namespace, where neither its key nor its id names anything.
+        e.put("host-shm-by-key", "ENOENT");
+        e.put("host-shm-by-id", "EINVAL");
         // The seccomp filter's own EPERM, whatever the host's sysctls allow (perf_event_open was EACCES
         // here by perf_event_paranoid alone, and joining a session keyring succeeded before the filter said no).
         e.put("bpf-prog-load", "EPERM");
@@ -129,16 +133,18 @@ class EscapeTest {
             fail("this suite needs root: the process driver maps a private uid range for each sandbox");
         }
         InetAddress host = firstNonLoopbackIpv4();
-        try (Upstream upstream = new Upstream(host); AbstractListener hostSocket = new AbstractListener()) {
+        try (Upstream upstream = new Upstream(host); AbstractListener hostSocket = new AbstractListener();
+             HostSharedMemory shm = new HostSharedMemory()) {
             // Control: the host's own processes reach it, so a refusal inside is the namespace's doing.
             hostSocket.connectFromHost();
             assertEquals(1, hostSocket.accepted(), "the host reaches its abstract socket");
-            run(host, upstream, hostSocket.name);
+            run(host, upstream, hostSocket.name + " " + shm.id + " " + shm.key);
             assertEquals(1, hostSocket.accepted(), "nothing in the sandbox reached the host's abstract socket");
         }
     }
 
-    private static void run(InetAddress host, Upstream upstream, String abstractName) throws Exception {
+    /** @param hostObjects the host's abstract socket name, shared-memory id and key, for escape's argv */
+    private static void run(InetAddress host, Upstream upstream, String hostObjects) throws Exception {
         Path work = Path.of(System.getProperty("openshell.mains.work.dir"));
         Files.createDirectories(work);
         Path root = Files.createTempDirectory(work, "run");
@@ -160,7 +166,7 @@ class EscapeTest {
         // Setuid root, owned by host root: what an image's setuid program looks like from inside.
         compile("euid", workspace, "rwsr-xr-x");
         copyResource("attempts.py", workspace.resolve("attempts.py"));
-        Path agent = Files.writeString(workspace.resolve("agent.sh"), agentScript(host.getHostAddress(), upstream.port(), abstractName));
+        Path agent = Files.writeString(workspace.resolve("agent.sh"), agentScript(host.getHostAddress(), upstream.port(), hostObjects));
         Files.setPosixFilePermissions(agent, PosixFilePermissions.fromString("rwxr-xr-x"));
 
         String policy = """
@@ -238,7 +244,7 @@ class EscapeTest {
     }
 
     /** The agent: the C attempts, the Python attempts, the setuid exec, then the allowed request. */
-    private static String agentScript(String host, int port, String abstractName) {
+    private static String agentScript(String host, int port, String hostObjects) {
         return """
                 #!/bin/bash
                 exec >"$OUT/agent.log" 2>&1
@@ -256,7 +262,7 @@ class EscapeTest {
                 ./euid >setuid.out; echo "euid exit $?"
                 curl -sS -o allowed.body -w '%%{http_code}' --max-time 60 http://%1$s:%2$d/allowed >allowed.code
                 touch done
-                """.formatted(host, port, abstractName);
+                """.formatted(host, port, hostObjects);
     }
 
     private static void compile(String name, Path into, String mode) throws Exception {
@@ -349,6 +355,43 @@ class EscapeTest {
         @Override
         public void close() {
             process.destroyForcibly();
+        }
+    }
+
+    /** A System V shared-memory segment of the host, mode 0666: any host user could attach it. */
+    private static final class HostSharedMemory implements AutoCloseable {
+        private static final String CREATE = """
+                import ctypes, sys
+                libc = ctypes.CDLL(None, use_errno=True)
+                shmid = libc.shmget(int(sys.argv[1], 0), 4096, 0o1000 | 0o666)
+                print(shmid if shmid >= 0 else 'errno %d' % ctypes.get_errno())
+                """;
+        final String key = "0x6f73" + String.format("%04x", ProcessHandle.current().pid() & 0xffff);
+        final int id;
+
+        HostSharedMemory() throws Exception {
+            Process p = new ProcessBuilder("/usr/bin/python3", "-c", CREATE, key).redirectErrorStream(true).start();
+            String output = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
+            assertTrue(p.waitFor(HELPER_WAIT.toSeconds(), TimeUnit.SECONDS), "shmget on the host did not finish");
+            assertTrue(output.matches("[0-9]+"), "the host's shared-memory segment: " + output);
+            id = Integer.parseInt(output);
+            // Control: the segment is there on the host, open to every user.
+            Process ipcs = new ProcessBuilder("ipcs", "-m", "-i", Integer.toString(id)).redirectErrorStream(true).start();
+            String shown = new String(ipcs.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertTrue(ipcs.waitFor(HELPER_WAIT.toSeconds(), TimeUnit.SECONDS));
+            assertTrue(shown.contains("mode=0666"), "the host shows its segment: " + shown);
+        }
+
+        @Override
+        public void close() throws IOException {
+            Process ipcrm = new ProcessBuilder("ipcrm", "-m", Integer.toString(id)).start();
+            try {
+                assertTrue(ipcrm.waitFor(HELPER_WAIT.toSeconds(), TimeUnit.SECONDS), "ipcrm did not finish");
+                assertEquals(0, ipcrm.exitValue(), "the host's segment " + id + " was not removed");
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IOException("interrupted while removing the host's segment " + id, e);
+            }
         }
     }
 
