@@ -37,10 +37,10 @@ final class SandboxLogs {
     // batch of that sandbox is kept (a deleted sandbox's batch counts as kept: the store drops it).
     private final Map<String, Loss> lost = new ConcurrentHashMap<>();
 
+    private final int maxRememberedLosses;
+
     private record Loss(long lines, String reason) {
     }
-
-    private final int maxRememberedLosses;
 
     SandboxLogs(SandboxStore store, Clock clock) {
         this(store, clock, MAX_REMEMBERED_LOSSES);
@@ -67,17 +67,19 @@ final class SandboxLogs {
         List<String> batch = new ArrayList<>(lines.size() + 1);
         Loss before = lost.get(sandbox.value());
         if (before != null) {
-            batch.add(gatewayLine(before.lines() + " log lines were lost before this one: " + before.reason()));
+            batch.add(lossLine(before.lines(), before.reason()));
         }
         for (String line : lines) {
-            batch.add(line.length() > MAX_LINE_CHARS ? line.substring(0, MAX_LINE_CHARS) : line);
+            batch.add(cut(line));
         }
         RuntimeException last = null;
         for (int attempt = 0; attempt < APPEND_ATTEMPTS; attempt++) {
             try {
                 store.appendLogs(sandbox, batch, MAX_LINES);
                 if (before != null) {
-                    lost.remove(sandbox.value(), before);
+                    // What was lost meanwhile (another batch of the same sandbox) stays to be announced.
+                    lost.computeIfPresent(sandbox.value(), (k, now) -> now.lines() <= before.lines() ? null
+                            : new Loss(now.lines() - before.lines(), now.reason()));
                 }
                 return true;
             } catch (RuntimeException e) {
@@ -97,6 +99,15 @@ final class SandboxLogs {
         System.err.println("openshell gateway: " + lines.size() + " log lines of sandbox " + sandbox.value()
                 + " not kept after " + APPEND_ATTEMPTS + " tries (" + tally + "): " + reason);
         return false;
+    }
+
+    /** @return the announcement of a loss, cut like every line: a long reason must not make its batch unstorable */
+    String lossLine(long lines, String reason) {
+        return cut(gatewayLine(lines + " log lines were lost before this one: " + reason));
+    }
+
+    private static String cut(String line) {
+        return line.length() > MAX_LINE_CHARS ? line.substring(0, MAX_LINE_CHARS) : line;
     }
 
     /** @return a line in the gateway's own voice, as its events about a sandbox are written */

@@ -115,6 +115,9 @@ class SandboxLogsTest {
             String atBound = "a".repeat(SandboxLogs.MAX_LINE_CHARS);
             assertTrue(logs.append(ID, List.of(atBound, atBound + "b")));
             assertEquals(List.of(atBound, atBound), store.logs(ID));
+            // The announcement of a loss too, however long the store's reason was.
+            assertEquals(SandboxLogs.MAX_LINE_CHARS, logs.lossLine(3, "r".repeat(2 * SandboxLogs.MAX_LINE_CHARS)).length());
+            assertTrue(logs.append(ID, List.of(logs.lossLine(3, "r".repeat(2 * SandboxLogs.MAX_LINE_CHARS)))));
         }
     }
 
