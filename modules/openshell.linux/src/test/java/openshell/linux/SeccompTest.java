@@ -100,13 +100,12 @@ class SeccompTest {
         FilteredThread thread = FilteredThread.start(WorkloadFilter.program(), () -> {
             int[] calls = {WorkloadFilter.NR_KEYCTL, WorkloadFilter.NR_ADD_KEY, WorkloadFilter.NR_REQUEST_KEY,
                     WorkloadFilter.NR_PERF_EVENT_OPEN, WorkloadFilter.NR_BPF, WorkloadFilter.NR_USERFAULTFD};
-            // keyctl(KEYCTL_JOIN_SESSION_KEYRING, NULL): a new anonymous session keyring.
-            long[] args = {1, 0, 0, 0, 0, 0};
             long[] results = new long[calls.length * 2];
             for (int i = 0; i < calls.length; i++) {
-                results[2 * i] = LibC.syscall(calls[i], args[0], args[1], args[2], args[3], args[4], args[5]);
+                // keyctl(KEYCTL_JOIN_SESSION_KEYRING, NULL): a new anonymous session keyring; the rest get nulls.
+                long first = calls[i] == WorkloadFilter.NR_KEYCTL ? 1 : 0;
+                results[2 * i] = LibC.syscall(calls[i], first, 0, 0, 0, 0, 0);
                 results[2 * i + 1] = LibC.errno();
-                args = new long[] {0, 0, 0, 0, 0, 0};
             }
             return results;
         });

@@ -72,21 +72,8 @@ class LifecycleTest {
 
     /** Waits until some process runs exactly this command line (arguments each ended by NUL). */
     private static void awaitCommandLine(String commandLine) throws Exception {
-        byte[] wanted = commandLine.getBytes(java.nio.charset.StandardCharsets.UTF_8);
         long deadline = System.nanoTime() + TestSandbox.WAIT.toNanos();
-        while (true) {
-            try (java.util.stream.Stream<java.nio.file.Path> entries = java.nio.file.Files.list(java.nio.file.Path.of("/proc"))) {
-                boolean found = entries.filter(p -> p.getFileName().toString().chars().allMatch(Character::isDigit)).anyMatch(p -> {
-                    try {
-                        return java.util.Arrays.equals(wanted, java.nio.file.Files.readAllBytes(p.resolve("cmdline")));
-                    } catch (java.io.IOException gone) {
-                        return false;
-                    }
-                });
-                if (found) {
-                    return;
-                }
-            }
+        while (!TestSandbox.anyCommandLine(commandLine::equals)) {
             assertTrue(System.nanoTime() < deadline, "no process ran " + commandLine.replace('\0', ' ') + " within " + TestSandbox.WAIT);
             Thread.sleep(5);
         }

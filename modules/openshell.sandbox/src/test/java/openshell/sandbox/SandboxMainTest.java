@@ -6,15 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 import openshell.isolation.AgentSpec;
 import openshell.isolation.BoundBoundary;
 import openshell.isolation.ExecSession;
@@ -149,14 +146,6 @@ class SandboxMainTest {
     }
 
     private static boolean agentAlive(String marker) throws IOException {
-        try (Stream<Path> procs = Files.list(Path.of("/proc"))) {
-            return procs.filter(p -> p.getFileName().toString().chars().allMatch(Character::isDigit)).anyMatch(p -> {
-                try {
-                    return new String(Files.readAllBytes(p.resolve("cmdline")), StandardCharsets.UTF_8).contains(marker);
-                } catch (IOException e) {
-                    return false;
-                }
-            });
-        }
+        return TestSandbox.anyCommandLine(commandLine -> commandLine.contains(marker));
     }
 }

@@ -237,6 +237,23 @@ final class TestSandbox implements AutoCloseable {
         }
     }
 
+    /**
+     * @param commandLine what a process's {@code /proc/<pid>/cmdline} must satisfy (its arguments
+     *                    each ended by NUL)
+     * @return whether some process's command line does
+     */
+    static boolean anyCommandLine(java.util.function.Predicate<String> commandLine) throws IOException {
+        try (java.util.stream.Stream<Path> procs = Files.list(Path.of("/proc"))) {
+            return procs.filter(p -> p.getFileName().toString().chars().allMatch(Character::isDigit)).anyMatch(p -> {
+                try {
+                    return commandLine.test(new String(Files.readAllBytes(p.resolve("cmdline")), StandardCharsets.UTF_8));
+                } catch (IOException gone) {
+                    return false;
+                }
+            });
+        }
+    }
+
     static String sha256(String path) throws Exception {
         return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(Files.readAllBytes(Path.of(path))));
     }

@@ -57,7 +57,7 @@ class EscapeTest {
     /** Longest wait for the agent (two JVM starts, gcc-built programs, 2 loaded cores). */
     private static final Duration AGENT_WAIT = Duration.ofSeconds(300);
     private static final Duration GCC_WAIT = Duration.ofSeconds(120);
-    /** Longest wait for the host's abstract-socket listener to start, or for a host connect to it. */
+    /** Longest wait for a host helper: the abstract-socket listener's start, a host connect, shmget, ipcs, ipcrm. */
     private static final Duration HELPER_WAIT = Duration.ofSeconds(60);
     private static final int WORKLOAD_ID = 1000;
     private static final String ALLOWED_BODY = "allowed-body-5c1e";
@@ -338,10 +338,7 @@ class EscapeTest {
         }
 
         void connectFromHost() throws Exception {
-            Process p = new ProcessBuilder("/usr/bin/python3", "-c", CONNECT, name).redirectErrorStream(true).start();
-            String output = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            assertTrue(p.waitFor(HELPER_WAIT.toSeconds(), TimeUnit.SECONDS), "the host's connect did not finish");
-            assertEquals(0, p.exitValue(), "the host's connect: " + output);
+            onHost("the host's connect", "/usr/bin/python3", "-c", CONNECT, name);
             long deadline = System.nanoTime() + HELPER_WAIT.toNanos();
             while (accepted() < 1 && System.nanoTime() < deadline) {
                 Thread.sleep(20);
@@ -369,30 +366,37 @@ class EscapeTest {
         final String key = "0x6f73" + String.format("%04x", ProcessHandle.current().pid() & 0xffff);
         final int id;
 
-        HostSharedMemory() throws Exception {
-            Process p = new ProcessBuilder("/usr/bin/python3", "-c", CREATE, key).redirectErrorStream(true).start();
-            String output = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
-            assertTrue(p.waitFor(HELPER_WAIT.toSeconds(), TimeUnit.SECONDS), "shmget on the host did not finish");
+        HostSharedMemory() throws IOException {
+            String output = onHost("shmget on the host", "/usr/bin/python3", "-c", CREATE, key).strip();
             assertTrue(output.matches("[0-9]+"), "the host's shared-memory segment: " + output);
             id = Integer.parseInt(output);
             // Control: the segment is there on the host, open to every user.
-            Process ipcs = new ProcessBuilder("ipcs", "-m", "-i", Integer.toString(id)).redirectErrorStream(true).start();
-            String shown = new String(ipcs.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            assertTrue(ipcs.waitFor(HELPER_WAIT.toSeconds(), TimeUnit.SECONDS));
+            String shown = onHost("ipcs", "ipcs", "-m", "-i", Integer.toString(id));
             assertTrue(shown.contains("mode=0666"), "the host shows its segment: " + shown);
         }
 
         @Override
         public void close() throws IOException {
-            Process ipcrm = new ProcessBuilder("ipcrm", "-m", Integer.toString(id)).start();
-            try {
-                assertTrue(ipcrm.waitFor(HELPER_WAIT.toSeconds(), TimeUnit.SECONDS), "ipcrm did not finish");
-                assertEquals(0, ipcrm.exitValue(), "the host's segment " + id + " was not removed");
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new IOException("interrupted while removing the host's segment " + id, e);
-            }
+            onHost("removing the host's segment " + id, "ipcrm", "-m", Integer.toString(id));
         }
+    }
+
+    /**
+     * Runs a helper on the host and waits for it ({@link #HELPER_WAIT}).
+     *
+     * @return its output (stdout and stderr)
+     */
+    private static String onHost(String what, String... command) throws IOException {
+        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+        String output = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        try {
+            assertTrue(p.waitFor(HELPER_WAIT.toSeconds(), TimeUnit.SECONDS), what + " did not finish within " + HELPER_WAIT);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted: " + what, e);
+        }
+        assertEquals(0, p.exitValue(), what + ": " + output);
+        return output;
     }
 
     /** A plain TCP upstream: records each connection's first line and answers it with a small HTTP response. */
