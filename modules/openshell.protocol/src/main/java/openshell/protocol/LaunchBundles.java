@@ -482,6 +482,56 @@ public final class LaunchBundles {
     }
 
     /**
+     * Most bytes of the late arguments before a bundle ({@link #readLateArguments}), separators
+     * included: a sandbox id, a generation and a workspace path fit many times over.
+     */
+    public static final int MAX_LATE_ARGUMENT_BYTES = 4096;
+
+    /**
+     * Reads the late arguments a warm spare gets before its bundle: arguments its launcher could
+     * not know when the program was started ahead of its sandbox (the sandbox id, the generation,
+     * the workspace). Each is UTF-8 ended by a NUL byte (so a path may hold any other byte); an
+     * empty one ends them. Reads byte by byte and nothing past the end, so the bundle that follows
+     * is left whole on the stream. The arguments are not secret: only launch bundles are.
+     *
+     * @param in      the stream (a main's standard input)
+     * @param options the options that may come late, each followed by its value
+     * @return the arguments, in order
+     * @throws IOException if reading fails
+     * @throws ProtocolException {@link Refusal#BUNDLE_INVALID} if the stream ends before the empty
+     *                           argument, the arguments exceed {@link #MAX_LATE_ARGUMENT_BYTES}, or
+     *                           one is not among {@code options} with a value after it
+     */
+    public static List<String> readLateArguments(InputStream in, Set<String> options) throws IOException {
+        List<String> arguments = new ArrayList<>();
+        java.io.ByteArrayOutputStream current = new java.io.ByteArrayOutputStream();
+        for (int read = 0; ; read++) {
+            if (read >= MAX_LATE_ARGUMENT_BYTES) {
+                throw invalid("late arguments longer than " + MAX_LATE_ARGUMENT_BYTES + " bytes");
+            }
+            int b = in.read();
+            if (b < 0) {
+                throw invalid("standard input ended inside the late arguments (" + arguments.size() + " read)");
+            }
+            if (b != 0) {
+                current.write(b);
+                continue;
+            }
+            if (current.size() == 0) {
+                for (int i = 0; i < arguments.size(); i += 2) {
+                    if (!options.contains(arguments.get(i)) || i + 1 >= arguments.size()) {
+                        throw invalid("late arguments may only be " + new java.util.TreeSet<>(options)
+                                + ", each with a value; got " + arguments);
+                    }
+                }
+                return List.copyOf(arguments);
+            }
+            arguments.add(current.toString(StandardCharsets.UTF_8));
+            current.reset();
+        }
+    }
+
+    /**
      * Reads a whole bundle from a stream (a main's standard input), at most
      * {@link #MAX_BUNDLE_BYTES}, and closes the stream.
      *

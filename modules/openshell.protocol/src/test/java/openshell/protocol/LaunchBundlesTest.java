@@ -44,6 +44,56 @@ class LaunchBundlesTest {
         return e;
     }
 
+    private static byte[] late(String... arguments) {
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+        for (String a : arguments) {
+            out.writeBytes(a.getBytes(StandardCharsets.UTF_8));
+            out.write(0);
+        }
+        out.write(0);
+        return out.toByteArray();
+    }
+
+    @Test
+    void lateArgumentsAreReadUpToTheirEndAndLeaveTheBundleOnTheStream() throws Exception {
+        byte[] bundle = LaunchBundles.mint(request().build(), ISSUER, 1).runtimeBundle();
+        java.io.ByteArrayOutputStream stdin = new java.io.ByteArrayOutputStream();
+        stdin.writeBytes(late("--sandbox", "sb-late", "--workspace", "/var/tmp/a dir\nwith newline"));
+        stdin.writeBytes(bundle);
+        ByteArrayInputStream in = new ByteArrayInputStream(stdin.toByteArray());
+        assertEquals(List.of("--sandbox", "sb-late", "--workspace", "/var/tmp/a dir\nwith newline"),
+                LaunchBundles.readLateArguments(in, java.util.Set.of("--sandbox", "--workspace")));
+        assertArrayEquals(bundle, LaunchBundles.read(in));
+        assertEquals(List.of(), LaunchBundles.readLateArguments(new ByteArrayInputStream(late()), java.util.Set.of()));
+    }
+
+    @Test
+    void lateArgumentsAreBoundedEndedAndOnlyTheOptionsGiven() {
+        java.util.Set<String> options = java.util.Set.of("--sandbox");
+        // At the bound: MAX_LATE_ARGUMENT_BYTES in all, the two NULs included, is read; one more byte is not.
+        String value = "x".repeat(LaunchBundles.MAX_LATE_ARGUMENT_BYTES - "--sandbox".length() - 3);
+        byte[] atBound = late("--sandbox", value);
+        assertEquals(LaunchBundles.MAX_LATE_ARGUMENT_BYTES, atBound.length);
+        assertDoesNotThrowLate(atBound, options);
+        ProtocolException over = assertThrows(ProtocolException.class, () -> LaunchBundles.readLateArguments(
+                new ByteArrayInputStream(late("--sandbox", value + "x")), options));
+        assertEquals(Refusal.BUNDLE_INVALID, over.refusal());
+        for (byte[] bad : List.of(new byte[0], "--sandbox\0sb".getBytes(StandardCharsets.UTF_8), late("--sandbox"),
+                late("--channel", "/elsewhere"), late("--sandbox", "a", "--bundle-stdin"))) {
+            ProtocolException e = assertThrows(ProtocolException.class, () -> LaunchBundles.readLateArguments(
+                    new ByteArrayInputStream(bad), options), new String(bad, StandardCharsets.UTF_8));
+            assertEquals(Refusal.BUNDLE_INVALID, e.refusal());
+        }
+    }
+
+    private static void assertDoesNotThrowLate(byte[] bytes, java.util.Set<String> options) {
+        try {
+            assertEquals(2, LaunchBundles.readLateArguments(new ByteArrayInputStream(bytes), options).size());
+        } catch (java.io.IOException e) {
+            throw new AssertionError(e);
+        }
+    }
+
     @Test
     void mintedBundlesRoundTripToTheirViews() {
         LaunchBundles.Minted minted = LaunchBundles.mint(request().build(), ISSUER, 3);

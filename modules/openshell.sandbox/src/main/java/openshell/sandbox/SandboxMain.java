@@ -7,9 +7,13 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
+import java.util.TreeSet;
 import openshell.isolation.BackendException;
 import openshell.linux.LinuxException;
 import openshell.linux.Namespaces;
@@ -25,7 +29,9 @@ import openshell.protocol.Transport;
 /**
  * The runtime's entry point, as the process driver starts it: {@code --sandbox ID --generation N
  * --channel SOCKET --bundle-stdin [--workspace DIR]}, root of fresh user, net, mount, pid, ipc and
- * uts namespaces. Startup order: no core dumps and non-dumpable (its memory will hold its TLS
+ * uts namespaces. A warm spare, started before its sandbox exists, gets {@code --late-arguments}
+ * instead of the sandbox, generation and workspace, and reads them from standard input ahead of
+ * its bundle ({@link LaunchBundles#readLateArguments}). Startup order: no core dumps and non-dumpable (its memory will hold its TLS
  * key), read the runtime launch bundle from standard input, close it, parse it and zero the bytes,
  * bring {@code lo} up, run every probe, install the resolver view and the DNS relay, and only
  * then dial the supervisor's channel and serve the Sandbox Protocol (runtime-initiated: nothing
@@ -77,14 +83,37 @@ public final class SandboxMain {
      * @param workspace  the workspace directory, if any
      */
     record LaunchArguments(String sandbox, long generation, String channel, Optional<String> workspace) {
+        /** The flag that makes the runtime read {@link #LATE_OPTIONS} from standard input before its bundle. */
+        static final String LATE = "--late-arguments";
+        /** What a warm spare learns only when it is given its sandbox. */
+        static final Set<String> LATE_OPTIONS = Set.of("--sandbox", "--generation", "--workspace");
+
+        /**
+         * The command line, and with {@link #LATE} the late arguments read from {@code stdin}
+         * (which then holds the bundle that follows them).
+         */
+        static LaunchArguments read(List<String> args, InputStream stdin) throws IOException {
+            if (!args.contains(LATE)) {
+                return parse(args);
+            }
+            List<String> all = new ArrayList<>(args);
+            all.remove(LATE);
+            all.addAll(LaunchBundles.readLateArguments(stdin, LATE_OPTIONS));
+            return parse(all);
+        }
+
         static LaunchArguments parse(List<String> args) {
             String sandbox = null;
             String channel = null;
             String workspace = null;
             long generation = -1;
             boolean stdinBundle = false;
+            Set<String> seen = new HashSet<>();
             for (int i = 0; i < args.size(); i++) {
                 String arg = args.get(i);
+                if (!seen.add(arg)) {
+                    throw new IllegalArgumentException(arg + " given twice");
+                }
                 switch (arg) {
                     case "--bundle-stdin" -> stdinBundle = true;
                     case "--sandbox", "--generation", "--channel", "--workspace" -> {
@@ -103,7 +132,8 @@ public final class SandboxMain {
                 }
             }
             if (sandbox == null || channel == null || generation < 0 || !stdinBundle) {
-                throw new IllegalArgumentException("usage: --sandbox ID --generation N --channel SOCKET --bundle-stdin [--workspace DIR]");
+                throw new IllegalArgumentException("usage: --sandbox ID --generation N --channel SOCKET --bundle-stdin"
+                        + " [--workspace DIR] (or " + LATE + " with " + new TreeSet<>(LATE_OPTIONS) + " first on standard input)");
             }
             return new LaunchArguments(sandbox, generation, channel, Optional.ofNullable(workspace));
         }
@@ -136,7 +166,7 @@ public final class SandboxMain {
         try {
             ProcessControl.setDumpable(false);
             new ResourceLimit(ResourceLimit.CORE, 0, 0).applyTo(0);
-            arguments = LaunchArguments.parse(args);
+            arguments = LaunchArguments.read(args, stdin);
             byte[] bytes = LaunchBundles.read(stdin);
             bundleBytes = bytes.length;
             try {

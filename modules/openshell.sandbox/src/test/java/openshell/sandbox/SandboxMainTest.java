@@ -108,6 +108,26 @@ class SandboxMainTest {
     }
 
     @Test
+    void aWarmSparesLateArgumentsCompleteItsCommandLineAndNoneIsGivenTwice() throws Exception {
+        byte[] late = "--sandbox\0sb-late\0--generation\0007\0--workspace\0/w s\0\0bundle".getBytes(StandardCharsets.UTF_8);
+        java.io.ByteArrayInputStream stdin = new java.io.ByteArrayInputStream(late);
+        assertEquals(new SandboxMain.LaunchArguments("sb-late", 7, "/run/c.sock", Optional.of("/w s")),
+                SandboxMain.LaunchArguments.read(List.of("--channel", "/run/c.sock", "--bundle-stdin", "--late-arguments"), stdin));
+        assertEquals("bundle", new String(stdin.readAllBytes(), StandardCharsets.UTF_8), "the bundle is left on the stream");
+        // Without the flag nothing is read: the bytes are the bundle's.
+        java.io.ByteArrayInputStream untouched = new java.io.ByteArrayInputStream(late);
+        SandboxMain.LaunchArguments.read(List.of("--sandbox", "s", "--generation", "1", "--channel", "/c", "--bundle-stdin"), untouched);
+        assertEquals(late.length, untouched.available());
+        for (String bad : List.of("--channel\0/elsewhere\0\0", "--sandbox\0again\0\0", "--generation\0001\0")) {
+            org.junit.jupiter.api.Assertions.assertThrows(RuntimeException.class, () -> SandboxMain.LaunchArguments.read(
+                    List.of("--sandbox", "s", "--channel", "/c", "--bundle-stdin", "--late-arguments"),
+                    new java.io.ByteArrayInputStream(bad.getBytes(StandardCharsets.UTF_8))), bad);
+        }
+        org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, () -> SandboxMain.LaunchArguments.parse(
+                List.of("--sandbox", "a", "--sandbox", "b", "--generation", "1", "--channel", "/c", "--bundle-stdin")));
+    }
+
+    @Test
     void theExitRulesHoldAtTheirBounds() {
         long t0 = 1_000_000_000L;
         SandboxMain.Watch first = new SandboxMain.Watch(t0);

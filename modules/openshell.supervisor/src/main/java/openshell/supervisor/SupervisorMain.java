@@ -11,6 +11,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Optional;
 import java.util.ServiceLoader;
@@ -54,7 +55,9 @@ import openshell.supervisor.spi.GatewaySessionClient;
  * The supervisor's entry point, as the process driver starts it on the host:
  * {@code --sandbox ID --generation N --channel SOCKET --bundle-stdin [--runtime-uid UID]
  * [--runtime-pid PID] [--admin-port P] [--audit-file FILE]}, the supervisor launch bundle on
- * standard input. It validates the bundle and the policy, listens on the channel for the runtime
+ * standard input (a warm spare, started before its sandbox exists, gets {@code --late-arguments}
+ * instead of the sandbox and generation, and reads them from standard input ahead of its bundle).
+ * It validates the bundle and the policy, listens on the channel for the runtime
  * (runtime-initiated; only the runtime's uid may connect and, with {@code --runtime-pid}, only a
  * process descending from that pid, the one the driver started for the runtime), resolves {@code openshell-sandbox}@1 by exact name and
  * version through {@code ServiceLoader} (no fallback), runs attach, takes the mediation source,
@@ -102,9 +105,30 @@ public final class SupervisorMain {
     record Arguments(String sandbox, long generation, Path channel, Optional<Long> runtimeUid, Optional<Long> runtimePid,
                      int adminPort, Optional<Path> auditFile) {
         static final String USAGE = "usage: --sandbox ID --generation N --channel SOCKET --bundle-stdin "
-                + "[--runtime-uid UID] [--runtime-pid PID] [--admin-port P] [--audit-file FILE]";
+                + "[--runtime-uid UID] [--runtime-pid PID] [--admin-port P] [--audit-file FILE] (or --late-arguments "
+                + "with --sandbox and --generation first on standard input)";
+
+        /** The flag that makes the supervisor read {@link #LATE_OPTIONS} from standard input before its bundle. */
+        static final String LATE = "--late-arguments";
+        /** What a warm spare learns only when it is given its sandbox. */
+        static final Set<String> LATE_OPTIONS = Set.of("--sandbox", "--generation");
+
+        /**
+         * The command line, and with {@link #LATE} the late arguments read from {@code stdin}
+         * (which then holds the bundle that follows them).
+         */
+        static Arguments read(List<String> args, InputStream stdin) throws IOException {
+            if (!args.contains(LATE)) {
+                return parse(args);
+            }
+            List<String> all = new ArrayList<>(args);
+            all.remove(LATE);
+            all.addAll(LaunchBundles.readLateArguments(stdin, LATE_OPTIONS));
+            return parse(all);
+        }
 
         static Arguments parse(List<String> args) {
+            Set<String> seen = new HashSet<>();
             String sandbox = null;
             Path channel = null;
             Long runtimeUid = null;
@@ -115,6 +139,9 @@ public final class SupervisorMain {
             boolean stdinBundle = false;
             for (int i = 0; i < args.size(); i++) {
                 String arg = args.get(i);
+                if (!seen.add(arg)) {
+                    throw new IllegalArgumentException(arg + " given twice");
+                }
                 if (arg.equals("--bundle-stdin")) {
                     stdinBundle = true;
                     continue;
@@ -170,7 +197,7 @@ public final class SupervisorMain {
         Credentials credentials;
         UnixPeerPolicy runtimePeer;
         try {
-            arguments = Arguments.parse(args);
+            arguments = Arguments.read(args, stdin);
             runtimePeer = runtimePeer(arguments);
             byte[] bytes = LaunchBundles.read(stdin);
             try {

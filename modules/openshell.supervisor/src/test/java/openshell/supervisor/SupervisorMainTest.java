@@ -70,6 +70,25 @@ class SupervisorMainTest {
     }
 
     @Test
+    void aWarmSparesLateArgumentsAreCheckedAgainstItsBundleLikeACommandLine() {
+        List<String> spare = List.of("--channel", "/tmp/none.sock", "--bundle-stdin", "--late-arguments");
+        java.io.ByteArrayOutputStream stdin = new java.io.ByteArrayOutputStream();
+        stdin.writeBytes("--sandbox\0sb-other\0--generation\0002\0\0".getBytes(StandardCharsets.UTF_8));
+        stdin.writeBytes(bundle("sb-1", "version: 1\n"));
+        Outcome other = run(spare, stdin.toByteArray());
+        assertEquals(SupervisorMain.EXIT_USAGE, other.status());
+        assertTrue(other.err().contains("the launch bundle is for sb-1@2, not sb-other@2"), other.err());
+        assertFalse(other.err().contains(SECRET), other.err());
+        // Only the sandbox and the generation may come late; nothing may come twice.
+        for (String bad : List.of("--runtime-pid\0001\0\0", "--channel\0/elsewhere\0\0", "--sandbox\0sb-1\0")) {
+            Outcome refused = run(spare, bad.getBytes(StandardCharsets.UTF_8));
+            assertEquals(SupervisorMain.EXIT_USAGE, refused.status(), bad);
+        }
+        assertTrue(run(List.of("--sandbox", "sb-1", "--channel", "/c", "--bundle-stdin", "--late-arguments"),
+                "--sandbox\0sb-1\0--generation\0002\0\0".getBytes(StandardCharsets.UTF_8)).err().contains("--sandbox given twice"));
+    }
+
+    @Test
     void aRuntimePidThatIsNoRunningProcessFailsTheLaunchBeforeTheBundleIsRead() throws Exception {
         Process gone = new ProcessBuilder("/bin/true").start();
         gone.waitFor();
