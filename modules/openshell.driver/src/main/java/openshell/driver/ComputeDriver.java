@@ -7,7 +7,7 @@ import openshell.isolation.SandboxId;
  * gateway restart with only what the gateway persisted ({@link Provisioned#state()}), so a driver
  * keeps nothing essential in memory.
  */
-public interface ComputeDriver {
+public interface ComputeDriver extends AutoCloseable {
     /** @return the driver's name, e.g. {@code process} */
     String name();
 
@@ -55,4 +55,13 @@ public interface ComputeDriver {
      * @return what the driver observes now
      */
     DriverStatus status(SandboxId id, byte[] state);
+
+    /**
+     * Releases what the driver holds between calls, such as warm spares started ahead of the
+     * sandboxes that will take them. Provisioned sandboxes are not touched: they outlive the
+     * gateway. The gateway closes each driver it made when it stops.
+     */
+    @Override
+    default void close() {
+    }
 }

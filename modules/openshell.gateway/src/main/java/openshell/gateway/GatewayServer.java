@@ -38,8 +38,11 @@ public final class GatewayServer implements AutoCloseable {
     private final SandboxStore store;
     private final SessionHub sessions;
     private final ScheduledExecutorService timers;
+    private final SandboxLifecycle lifecycle;
 
-    private GatewayServer(WebServer server, SandboxStore store, SessionHub sessions, ScheduledExecutorService timers) {
+    private GatewayServer(WebServer server, SandboxStore store, SessionHub sessions, ScheduledExecutorService timers,
+                          SandboxLifecycle lifecycle) {
+        this.lifecycle = lifecycle;
         this.server = server;
         this.store = store;
         this.sessions = sessions;
@@ -72,12 +75,13 @@ public final class GatewayServer implements AutoCloseable {
         SandboxStore store = SandboxStore.open(config.store());
         ScheduledExecutorService timers = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform()
                 .name("openshell-gateway-timers").daemon(true).factory());
+        SandboxLifecycle lifecycle = null;
         try {
             ProviderStore providers = store.providers(secrets);
             DriverEnvironment driverEnvironment = new DriverEnvironment(state.resolve("drivers"), config.driverSettings());
             SessionHub sessions = new SessionHub(store, issuer, timers, Clock.systemUTC());
             AtomicReference<String> url = new AtomicReference<>();
-            SandboxLifecycle lifecycle = new SandboxLifecycle(store, providers, drivers, driverEnvironment,
+            lifecycle = new SandboxLifecycle(store, providers, drivers, driverEnvironment,
                     config.defaultDriver(), sealers.create(issuer, url::get), sessions);
             SandboxApi sandboxes = new SandboxApi(store, lifecycle, sessions);
             WebServer server = WebServer.builder()
@@ -96,8 +100,11 @@ public final class GatewayServer implements AutoCloseable {
                     .build()
                     .start();
             url.set("http://" + config.host() + ":" + server.port());
-            return new GatewayServer(server, store, sessions, timers);
+            return new GatewayServer(server, store, sessions, timers, lifecycle);
         } catch (RuntimeException e) {
+            if (lifecycle != null) {
+                lifecycle.close();
+            }
             timers.shutdownNow();
             store.close();
             throw e;
@@ -192,6 +199,7 @@ public final class GatewayServer implements AutoCloseable {
     public void close() {
         sessions.close();
         server.stop();
+        lifecycle.close();
         timers.shutdownNow();
         store.close();
     }

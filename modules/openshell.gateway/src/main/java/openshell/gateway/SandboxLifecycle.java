@@ -55,6 +55,7 @@ final class SandboxLifecycle {
     private final String driverName;
     private final LaunchSealer sealer;
     private final SessionHub sessions;
+    private final java.util.Map<String, ComputeDriver> live = new java.util.concurrent.ConcurrentHashMap<>();
     private final SecureRandom random = new SecureRandom();
     private final ConcurrentHashMap<String, Long> sentGenerations = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<String, Object> policyLocks = new ConcurrentHashMap<>();
@@ -68,6 +69,30 @@ final class SandboxLifecycle {
         this.driverName = driverName;
         this.sealer = sealer;
         this.sessions = sessions;
+        try {
+            // Made now, not at the first create: a driver may start work ahead of it (warm spares).
+            live(driverName);
+        } catch (RuntimeException e) {
+            // Reported by the first create, as before; the gateway still serves everything else.
+            System.err.println("openshell gateway: the " + driverName + " driver is not ready: " + e.getMessage());
+        }
+    }
+
+    /** One instance per driver name for the gateway's life, closed with it. */
+    private ComputeDriver live(String name) {
+        return live.computeIfAbsent(name, n -> drivers.driver(n, driverEnvironment));
+    }
+
+    /** Closes the drivers: their warm spares end; sandboxes are not touched. */
+    void close() {
+        for (ComputeDriver driver : live.values()) {
+            try {
+                driver.close();
+            } catch (RuntimeException e) {
+                System.err.println("openshell gateway: closing the " + driver.name() + " driver: " + e.getMessage());
+            }
+        }
+        live.clear();
     }
 
     /**
@@ -108,7 +133,7 @@ final class SandboxLifecycle {
             throw new GatewayException(Reason.CONFLICT, "a sandbox named '" + chosen + "' already exists");
         }
         AgentSpec agent = withProviders(spec);
-        ComputeDriver driver = drivers.driver(driverName, driverEnvironment);
+        ComputeDriver driver = live(driverName);
         String lineage = SandboxSessionId.fresh().value();
         SandboxContext context = new SandboxContext(id, new SandboxSessionId(lineage),
                 PolicySnapshot.of(1, policy.getBytes(StandardCharsets.UTF_8)), agent, WORKLOAD);
@@ -284,7 +309,7 @@ final class SandboxLifecycle {
 
     private ComputeDriver driver(SandboxRecord record) {
         // The record names the driver that provisioned it: cleanup must reach that one, whatever today's default.
-        return drivers.driver(record.driver(), driverEnvironment);
+        return live(record.driver());
     }
 
     /**

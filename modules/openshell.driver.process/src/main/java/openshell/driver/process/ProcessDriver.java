@@ -7,11 +7,13 @@ import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.SimpleFileVisitor;
+import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -61,12 +63,26 @@ final class ProcessDriver implements ComputeDriver {
      */
     static final String DEFAULT_SLOTS = "/var/lib/openshell/id-slots";
     private static final Map<String, String> ENV = Map.of("PATH", "/usr/local/bin:/usr/bin:/bin", "LANG", "C.UTF-8");
+    /** Setting: how many warm spares to keep ready (default 0: every create starts its JVMs cold). */
+    static final String SPARES_SETTING = "spares";
+    /** The most warm spares one driver keeps: each is two idle JVMs (~170 MiB resident together). */
+    static final int MAX_SPARES = 4;
+    /** Where idle spares keep their logs and topology, under the driver's state root. */
+    static final String SPARES = "spares";
+    /** Every spare's name starts so (its slot owner, run directory, log directory and cgroup). */
+    static final String SPARE_PREFIX = "spare-";
+    /** The file beside a spare's logs that names its processes, for the sweep after a crash. */
+    static final String SPARE_TOPOLOGY = "topology";
+    /** What both launchers of a spare get instead of the sandbox, generation and workspace. */
+    static final String SPARE_FLAG = "--late-arguments";
+    private static final java.security.SecureRandom RANDOM = new java.security.SecureRandom();
 
     private final DriverEnvironment environment;
     private final Path runRoot;
     private final Path workspaceRoot;
     private final Path stateRoot;
     private final SlotAllocator slots;
+    private final SparePool spares;
 
     ProcessDriver(DriverEnvironment environment) {
         // Launchers are looked up when a sandbox is launched, not here: cleanup must work without them.
@@ -80,6 +96,34 @@ final class ProcessDriver implements ComputeDriver {
                     + ", " + workspaceRoot + ", " + slotDirectory);
         }
         this.slots = new SlotAllocator(slotDirectory, stateRoot);
+        int size = spareCount(environment.settings().getOrDefault(SPARES_SETTING, "0"));
+        this.spares = size == 0 ? null : new SparePool(this, size);
+    }
+
+    private static int spareCount(String value) {
+        try {
+            int n = Integer.parseInt(value);
+            if (n >= 0 && n <= MAX_SPARES) {
+                return n;
+            }
+        } catch (NumberFormatException e) {
+            // refused below
+        }
+        throw new DriverException(Kind.INVALID, "the setting " + SPARES_SETTING + " must be a number from 0 to " + MAX_SPARES
+                + ": " + value);
+    }
+
+    /** @return the pool of warm spares, if the driver keeps any */
+    Optional<SparePool> spares() {
+        return Optional.ofNullable(spares);
+    }
+
+    /** Ends the warm spares nobody took; sandboxes are not touched. */
+    @Override
+    public void close() {
+        if (spares != null) {
+            spares.close();
+        }
     }
 
     @Override
@@ -91,6 +135,13 @@ final class ProcessDriver implements ComputeDriver {
     public Provisioned create(LaunchPlan plan) {
         checkOptions(plan);
         SandboxId id = plan.context().sandboxId();
+        if (spares != null) {
+            Optional<Provisioned> warm = spares.take().flatMap(spare -> claim(spare, id, plan));
+            if (warm.isPresent()) {
+                spares.claimed(stateDir(id).resolve("supervisor.log"));
+                return warm.get();
+            }
+        }
         int slot = slots.take(id);
         try {
             return launch(id, slot, plan);
@@ -110,6 +161,8 @@ final class ProcessDriver implements ComputeDriver {
         if (processesAlive(previous)) {
             throw new DriverException(Kind.INVALID, "sandbox " + id + " still runs; stop it first");
         }
+        // A sandbox made from a warm spare ran in the spare's run directory; the new launch has its own.
+        runDirectory(previous).filter(dir -> !dir.equals(runRoot.resolve(id.value()))).ifPresent(ProcessDriver::remove);
         return launch(id, previous.slot(), plan);
     }
 
@@ -118,7 +171,13 @@ final class ProcessDriver implements ComputeDriver {
         ProcessTopology t = ProcessTopology.fromState(state);
         killSupervisor(t);
         holder(t).ifPresent(NamespaceHolder::kill);
-        SandboxCgroup.of(id).ifPresent(SandboxCgroup::remove);
+        t.cgroup().map(SandboxCgroup::named).orElseGet(() -> SandboxCgroup.of(id)).ifPresent(SandboxCgroup::remove);
+    }
+
+    /** @return the run directory the topology's channel is in, if it is one of this driver's */
+    private Optional<Path> runDirectory(ProcessTopology t) {
+        Path dir = t.channel().toAbsolutePath().normalize().getParent();
+        return dir != null && runRoot.normalize().equals(dir.getParent()) ? Optional.of(dir) : Optional.empty();
     }
 
     @Override
@@ -126,6 +185,7 @@ final class ProcessDriver implements ComputeDriver {
         ProcessTopology t = ProcessTopology.fromState(state);
         stop(id, state);
         remove(runRoot.resolve(id.value()));
+        runDirectory(t).ifPresent(ProcessDriver::remove);
         remove(stateDir(id));
         // Only the fresh workspace the driver made; a host directory given with --workspace is the user's.
         remove(workspaceRoot.resolve(id.value()));
@@ -156,52 +216,259 @@ final class ProcessDriver implements ComputeDriver {
         privateDirectory(state);
         privateDirectory(run);
         chown(run, ids.first());
-        Path supervisorLauncher = launcher(environment, "supervisor.launcher");
-        Path runtimeLauncher = launcher(environment, "runtime.launcher");
         Path channel = socket(id);
+        String workspace = workspace(id, ids, plan);
         List<String> common = List.of("--sandbox", id.value(), "--generation", Long.toString(plan.runtimeGeneration()),
                 "--channel", channel.toString(), "--bundle-stdin");
+        List<String> runtimeArgs = new ArrayList<>(common);
+        runtimeArgs.addAll(List.of("--workspace", workspace));
+        Pair pair = startPair(ids, channel, state, SandboxCgroup.of(id), runtimeArgs, common);
+        try {
+            feed(pair.runtime(), new byte[0], plan.material().runtimeBundle(), "sandbox runtime");
+            feed(pair.supervisor(), new byte[0], plan.material().supervisorBundle(), "supervisor");
+            ProcessTopology t = pair.topology(slot);
+            return Provisioned.of(t.descriptor(), DialDirection.RUNTIME_INITIATED, t.state());
+        } catch (RuntimeException e) {
+            pair.discard();
+            throw e;
+        }
+    }
 
+    /**
+     * Starts the namespace holder, the runtime inside it and the supervisor beside it; both read
+     * their standard input next.
+     */
+    private Pair startPair(IdRange ids, Path channel, Path logs, Optional<SandboxCgroup> cgroup, List<String> runtimeArgs,
+                           List<String> supervisorArgs) {
+        Path supervisorLauncher = launcher(environment, "supervisor.launcher");
+        Path runtimeLauncher = launcher(environment, "runtime.launcher");
         NamespaceHolder holder = null;
         Process runtime = null;
-        Process supervisor = null;
         try {
             holder = NamespaceHolder.create(ids);
             List<String> runtimeCommand = new ArrayList<>(List.of(runtimeLauncher.toString()));
-            runtimeCommand.addAll(common);
-            String workspace = Optional.ofNullable(plan.options().get("workspace"))
-                    .orElseGet(() -> freshWorkspace(id, ids, plan).toString());
-            runtimeCommand.addAll(List.of("--workspace", workspace));
+            runtimeCommand.addAll(runtimeArgs);
             // The runtime enters the sandbox's delegated cgroup before nsenter, so its workload leaf is its own to manage.
-            List<String> prefix = SandboxCgroup.of(id).map(cgroup -> {
-                cgroup.create(ids.first());
-                return cgroup.enterPrefix();
+            List<String> prefix = cgroup.map(c -> {
+                c.create(ids.first());
+                return c.enterPrefix();
             }).orElse(List.of());
             // The runtime starts first (it redials until the supervisor listens), so the supervisor can be
             // told which process tree the runtime's connection must come from, not only which uid.
-            runtime = holder.enter(prefix, runtimeCommand, ENV, Path.of("/"), state.resolve("runtime.log"));
-            feed(runtime, plan.material().runtimeBundle(), "sandbox runtime");
+            runtime = holder.enter(prefix, runtimeCommand, ENV, Path.of("/"), logs.resolve("runtime.log"));
             List<String> supervisorCommand = new ArrayList<>(List.of(supervisorLauncher.toString()));
-            supervisorCommand.addAll(common);
+            supervisorCommand.addAll(supervisorArgs);
             supervisorCommand.addAll(List.of("--runtime-uid", Long.toString(ids.first()),
                     "--runtime-pid", Long.toString(runtime.pid())));
-            supervisor = startHost(supervisorCommand, state.resolve("supervisor.log"));
-            feed(supervisor, plan.material().supervisorBundle(), "supervisor");
-            ProcessTopology t = new ProcessTopology(channel, ids.first(), slot, holder.pid(),
-                    holder.started().toEpochMilli(), supervisor.pid(), startMillis(supervisor.toHandle()));
-            return Provisioned.of(t.descriptor(), DialDirection.RUNTIME_INITIATED, t.state());
+            Process supervisor = startHost(supervisorCommand, logs.resolve("supervisor.log"));
+            return new Pair(holder, runtime, supervisor, channel, ids, cgroup);
         } catch (RuntimeException e) {
-            if (supervisor != null) {
-                supervisor.destroyForcibly();
-            }
             if (runtime != null) {
                 runtime.destroyForcibly();
             }
             if (holder != null) {
                 holder.kill();
             }
+            cgroup.ifPresent(ProcessDriver::removeQuietly);
             throw e;
         }
+    }
+
+    /** The processes of one launch, started and not yet given their bundles. */
+    record Pair(NamespaceHolder holder, Process runtime, Process supervisor, Path channel, IdRange ids,
+                Optional<SandboxCgroup> cgroup) {
+        ProcessTopology topology(int slot) {
+            return new ProcessTopology(channel, ids.first(), slot, holder.pid(), holder.started().toEpochMilli(),
+                    supervisor.pid(), startMillis(supervisor.toHandle()), cgroup.map(SandboxCgroup::name));
+        }
+
+        boolean alive() {
+            return holder.alive() && runtime.isAlive() && supervisor.isAlive();
+        }
+
+        /** Kills all of it and removes its cgroup: a launch that failed, or a spare nobody will take. */
+        void discard() {
+            supervisor.destroyForcibly();
+            runtime.destroyForcibly();
+            try {
+                holder.kill();
+            } finally {
+                cgroup.ifPresent(ProcessDriver::removeQuietly);
+            }
+        }
+    }
+
+    /**
+     * A warm spare: a holder, a runtime and a supervisor started before any sandbox asked for
+     * them, each blocked reading its standard input, in a slot, run directory, log directory and
+     * cgroup named after {@code name} ({@link #SPARE_PREFIX}).
+     */
+    record Spare(SandboxId name, int slot, Pair pair) {
+    }
+
+    /**
+     * Starts a warm spare. Its launchers get {@code --late-arguments} instead of the sandbox, the
+     * generation and the workspace, which {@link #claim} writes ahead of the bundles. Its topology
+     * is written beside its logs, so a gateway that died with spares idle finds and removes them
+     * ({@link #sweepSpares}).
+     *
+     * @return the spare
+     * @throws DriverException as a launch would
+     */
+    Spare launchSpare() {
+        SandboxId name = new SandboxId(SPARE_PREFIX + HexFormat.of().formatHex(randomBytes(6)));
+        int slot = slots.take(name);
+        Path run = runRoot.resolve(name.value());
+        Path logs = spareDir(name);
+        Pair pair = null;
+        try {
+            IdRange ids = IdRange.slot(slot);
+            privateDirectory(logs);
+            privateDirectory(run);
+            chown(run, ids.first());
+            Path channel = run.resolve(SOCKET_NAME);
+            List<String> args = List.of("--channel", channel.toString(), "--bundle-stdin", SPARE_FLAG);
+            pair = startPair(ids, channel, logs, SandboxCgroup.of(name), args, args);
+            Files.write(logs.resolve(SPARE_TOPOLOGY), pair.topology(slot).state());
+            return new Spare(name, slot, pair);
+        } catch (IOException | RuntimeException e) {
+            if (pair != null) {
+                pair.discard();
+            }
+            removeQuietly(run);
+            removeQuietly(logs);
+            slots.release(slot, name);
+            throw e instanceof DriverException d ? d
+                    : new DriverException(Kind.FAILED, "cannot start a warm spare: " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Gives a spare to a new sandbox: its logs become the sandbox's, its slot the sandbox's, and
+     * the late arguments and bundles go to the two programs waiting for them.
+     *
+     * @return what to persist, or empty if the spare is gone or could not be given (it is then
+     *         removed, and the create launches cold)
+     */
+    Optional<Provisioned> claim(Spare spare, SandboxId id, LaunchPlan plan) {
+        Pair pair = spare.pair();
+        Path state = stateDir(id);
+        if (!pair.alive() || Files.exists(state)) {
+            discard(spare);
+            return Optional.empty();
+        }
+        try {
+            Files.createDirectories(state.getParent());
+            Files.move(spareDir(spare.name()), state, StandardCopyOption.ATOMIC_MOVE);
+        } catch (IOException e) {
+            discard(spare);
+            return Optional.empty();
+        }
+        boolean transferred = false;
+        try {
+            Files.deleteIfExists(state.resolve(SPARE_TOPOLOGY));
+            slots.transfer(spare.slot(), spare.name(), id);
+            transferred = true;
+            String workspace = workspace(id, pair.ids(), plan);
+            String generation = Long.toString(plan.runtimeGeneration());
+            feed(pair.runtime(), late(List.of("--sandbox", id.value(), "--generation", generation, "--workspace", workspace)),
+                    plan.material().runtimeBundle(), "sandbox runtime");
+            feed(pair.supervisor(), late(List.of("--sandbox", id.value(), "--generation", generation)),
+                    plan.material().supervisorBundle(), "supervisor");
+            ProcessTopology t = pair.topology(spare.slot());
+            return Optional.of(Provisioned.of(t.descriptor(), DialDirection.RUNTIME_INITIATED, t.state()));
+        } catch (IOException | RuntimeException e) {
+            System.err.println("openshell process driver: warm spare " + spare.name() + " could not be given to " + id
+                    + " (" + e.getMessage() + "); launching it cold");
+            try {
+                pair.discard();
+            } finally {
+                removeQuietly(pair.channel().getParent());
+                removeQuietly(state);
+                slots.release(spare.slot(), transferred ? id : spare.name());
+            }
+            return Optional.empty();
+        }
+    }
+
+    /** Removes a spare nobody took: its processes, cgroup, run and log directories, and slot. */
+    void discard(Spare spare) {
+        try {
+            spare.pair().discard();
+        } finally {
+            removeQuietly(spare.pair().channel().getParent());
+            removeQuietly(spareDir(spare.name()));
+            slots.release(spare.slot(), spare.name());
+        }
+    }
+
+    /**
+     * Removes the spares a gateway with this state root left idle when it died: their topology
+     * names their holder and supervisor (matched by start time, as for sandboxes).
+     *
+     * @return how many were found
+     */
+    int sweepSpares() {
+        Path spares = stateRoot.resolve(SPARES);
+        if (!Files.isDirectory(spares)) {
+            return 0;
+        }
+        int found = 0;
+        try (java.util.stream.Stream<Path> dirs = Files.list(spares)) {
+            for (Path dir : dirs.toList()) {
+                String name = dir.getFileName().toString();
+                if (!name.startsWith(SPARE_PREFIX)) {
+                    continue;
+                }
+                found++;
+                SandboxId spare = new SandboxId(name);
+                Path topology = dir.resolve(SPARE_TOPOLOGY);
+                if (Files.exists(topology)) {
+                    ProcessTopology t = ProcessTopology.fromState(Files.readAllBytes(topology));
+                    killSupervisor(t);
+                    holder(t).ifPresent(NamespaceHolder::kill);
+                }
+                // Without a topology (a crash while it started) its cgroup still holds its runtime.
+                SandboxCgroup.of(spare).ifPresent(ProcessDriver::removeQuietly);
+                removeQuietly(runRoot.resolve(name));
+                remove(dir);
+                slots.releaseAll(spare);
+            }
+        } catch (IOException e) {
+            throw new DriverException(Kind.FAILED, "cannot sweep the spares in " + spares + ": " + e.getMessage(), e);
+        }
+        return found;
+    }
+
+    private Path spareDir(SandboxId name) {
+        return stateRoot.resolve(SPARES).resolve(name.value());
+    }
+
+    /** The late arguments as {@link #SPARE_FLAG} reads them: NUL after each, and an empty one last. */
+    static byte[] late(List<String> arguments) {
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+        for (String a : arguments) {
+            byte[] bytes = a.getBytes(StandardCharsets.UTF_8);
+            for (byte b : bytes) {
+                if (b == 0) {
+                    throw new DriverException(Kind.INVALID, "a launch argument holds a NUL byte");
+                }
+            }
+            out.writeBytes(bytes);
+            out.write(0);
+        }
+        out.write(0);
+        return out.toByteArray();
+    }
+
+    private static byte[] randomBytes(int n) {
+        byte[] b = new byte[n];
+        RANDOM.nextBytes(b);
+        return b;
+    }
+
+    private String workspace(SandboxId id, IdRange ids, LaunchPlan plan) {
+        return Optional.ofNullable(plan.options().get("workspace")).orElseGet(() -> freshWorkspace(id, ids, plan).toString());
     }
 
     /**
@@ -267,9 +534,13 @@ final class ProcessDriver implements ComputeDriver {
         }
     }
 
-    /** Writes a launch bundle to the program's stdin and closes it: the only way secrets reach it. */
-    private static void feed(Process p, byte[] bundle, String what) {
+    /**
+     * Writes the late arguments (none for a cold launch) and the launch bundle to the program's
+     * stdin and closes it: the only way secrets reach it.
+     */
+    private static void feed(Process p, byte[] late, byte[] bundle, String what) {
         try (OutputStream in = p.getOutputStream()) {
+            in.write(late);
             in.write(bundle);
         } catch (IOException e) {
             throw new DriverException(Kind.FAILED, "the " + what + " did not take its launch bundle (exited "
@@ -356,6 +627,14 @@ final class ProcessDriver implements ComputeDriver {
             });
         } catch (IOException e) {
             throw new DriverException(Kind.FAILED, "cannot remove " + dir + ": " + e.getMessage(), e);
+        }
+    }
+
+    private static void removeQuietly(SandboxCgroup cgroup) {
+        try {
+            cgroup.remove();
+        } catch (DriverException ignored) {
+            // Best effort while undoing a failed launch; the original failure is what matters.
         }
     }
 

@@ -5,6 +5,7 @@ import java.io.IOException;
 import java.io.StringReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.Optional;
 import java.util.Properties;
 
 import openshell.driver.DriverException;
@@ -23,9 +24,12 @@ import openshell.isolation.TopologyDescriptor;
  * @param holderStart    its start time, epoch milliseconds
  * @param supervisorPid  the supervisor process
  * @param supervisorStart its start time, epoch milliseconds
+ * @param cgroup         the name of the sandbox's cgroup directory: {@code openshell-<id>}, or a
+ *                       warm spare's, which keeps the name it was made with (cgroup v2 renames
+ *                       nothing); states written before it was recorded name none, and mean the id's
  */
 record ProcessTopology(Path channel, long runtimeHostUid, int slot, long holderPid, long holderStart,
-                       long supervisorPid, long supervisorStart) {
+                       long supervisorPid, long supervisorStart, Optional<String> cgroup) {
     /** The backend that attaches process topologies: the sandbox runtime, protocol version 1. */
     static final BackendKey BACKEND = new BackendKey("openshell-sandbox", 1);
 
@@ -49,6 +53,7 @@ record ProcessTopology(Path channel, long runtimeHostUid, int slot, long holderP
         p.setProperty("holder.start", Long.toString(holderStart));
         p.setProperty("supervisor.pid", Long.toString(supervisorPid));
         p.setProperty("supervisor.start", Long.toString(supervisorStart));
+        cgroup.ifPresent(name -> p.setProperty("cgroup", name));
         return write(p);
     }
 
@@ -59,10 +64,19 @@ record ProcessTopology(Path channel, long runtimeHostUid, int slot, long holderP
             return new ProcessTopology(Path.of(required(p, "channel")), Long.parseLong(required(p, "runtime.uid")),
                     Integer.parseInt(required(p, "slot")), Long.parseLong(required(p, "holder.pid")),
                     Long.parseLong(required(p, "holder.start")), Long.parseLong(required(p, "supervisor.pid")),
-                    Long.parseLong(required(p, "supervisor.start")));
+                    Long.parseLong(required(p, "supervisor.start")), Optional.ofNullable(p.getProperty("cgroup"))
+                            .map(ProcessTopology::cgroupName));
         } catch (IOException | RuntimeException e) {
             throw new DriverException(DriverException.Kind.INVALID, "not a process-driver state: " + e.getMessage(), e);
         }
+    }
+
+    /** A cgroup directory name the driver could have made: one path element under its prefix. */
+    private static String cgroupName(String name) {
+        if (!name.startsWith(SandboxCgroup.PREFIX) || name.contains("/") || name.equals(".") || name.equals("..")) {
+            throw new IllegalArgumentException("not a sandbox cgroup name: " + name);
+        }
+        return name;
     }
 
     private static String required(Properties p, String key) {

@@ -40,7 +40,20 @@ record SandboxCgroup(Path path) {
 
     /** @return where the sandbox's cgroup is (whether or not it exists) */
     static Optional<SandboxCgroup> of(SandboxId id) {
-        return v2Root().map(root -> new SandboxCgroup(root.resolve(PREFIX + id.value())));
+        return named(PREFIX + id.value());
+    }
+
+    /**
+     * @param name a directory name under the cgroup2 mount, {@link #PREFIX} first
+     * @return where that cgroup is (whether or not it exists)
+     */
+    static Optional<SandboxCgroup> named(String name) {
+        return v2Root().map(root -> new SandboxCgroup(root.resolve(name)));
+    }
+
+    /** @return the directory's name, which a topology records */
+    String name() {
+        return path.getFileName().toString();
     }
 
     /**

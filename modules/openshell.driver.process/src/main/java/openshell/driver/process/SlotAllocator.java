@@ -63,6 +63,44 @@ final class SlotAllocator {
         throw new DriverException(Kind.UNAVAILABLE, "every one of the " + IdRange.MAX_SLOTS + " id ranges is in use");
     }
 
+    /**
+     * Gives a slot to another owner (a warm spare's to the sandbox that took the spare).
+     *
+     * @throws DriverException FAILED if the slot is not {@code from}'s
+     */
+    void transfer(int slot, SandboxId from, SandboxId to) {
+        Path file = slots.resolve(Integer.toString(slot));
+        try {
+            if (!Files.exists(file) || !Files.readString(file, StandardCharsets.UTF_8).equals(owner(from))) {
+                throw new DriverException(Kind.FAILED, "id range slot " + slot + " is not " + from + "'s");
+            }
+            // Written beside and renamed over the slot file: the slot is taken throughout.
+            Path next = slots.resolve(slot + ".transfer");
+            Files.writeString(next, owner(to), StandardCharsets.UTF_8);
+            Files.move(next, file, java.nio.file.StandardCopyOption.ATOMIC_MOVE, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+        } catch (IOException e) {
+            throw new DriverException(Kind.FAILED, "cannot give id range slot " + slot + " to " + to + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** Releases every slot {@code owner} holds (a spare whose slot number was never recorded). */
+    void releaseAll(SandboxId owner) {
+        if (!Files.isDirectory(slots)) {
+            return;
+        }
+        try (java.util.stream.Stream<Path> files = Files.list(slots)) {
+            for (Path file : files.toList()) {
+                String name = file.getFileName().toString();
+                if (name.chars().allMatch(Character::isDigit)
+                        && Files.readString(file, StandardCharsets.UTF_8).equals(owner(owner))) {
+                    Files.delete(file);
+                }
+            }
+        } catch (IOException e) {
+            throw new DriverException(Kind.FAILED, "cannot release the id ranges of " + owner + ": " + e.getMessage(), e);
+        }
+    }
+
     void release(int slot, SandboxId owner) {
         Path file = slots.resolve(Integer.toString(slot));
         try {

@@ -52,7 +52,7 @@ class ProcessDriverTest {
     private Path workspaceRoot;
     private Path slots;
     private ProcessDriver driver;
-    private final List<Runnable> cleanups = new java.util.ArrayList<>();
+    private final java.util.LinkedList<Runnable> cleanups = new java.util.LinkedList<>();
 
     @BeforeEach
     void setUp() throws IOException {
@@ -61,7 +61,7 @@ class ProcessDriverTest {
         Path bin = Files.createDirectory(tmp.resolve("bin"));
         Files.setPosixFilePermissions(bin, PosixFilePermissions.fromString("rwxr-xr-x"));
         String record = "echo \"args: $*\"; echo \"bundle: $(sha256sum | cut -d' ' -f1)\"; echo \"uid: $(id -u)\"; "
-                + "echo \"pidns: $(readlink /proc/self/ns/pid)\"; exec sleep 1000\n";
+                + "echo \"pidns: $(readlink /proc/self/ns/pid)\"; echo '{\"ready\":true}'; exec sleep 1000\n";
         Path supervisor = Files.writeString(bin.resolve("supervisor"), "#!/bin/sh\n" + record);
         Path runtime = Files.writeString(bin.resolve("runtime"), "#!/bin/sh\n" + record);
         for (Path p : List.of(supervisor, runtime)) {
@@ -72,9 +72,17 @@ class ProcessDriverTest {
         stateRoot = Files.createDirectory(tmp.resolve("state"));
         workspaceRoot = tmp.resolve("workspaces");
         slots = tmp.resolve("id-slots");
-        driver = new ProcessDriver(new DriverEnvironment(stateRoot, Map.of("supervisor.launcher", supervisor.toString(),
-                "runtime.launcher", runtime.toString(), "run.root", runRoot.toString(),
-                "workspace.root", workspaceRoot.toString(), "id.slots", slots.toString())));
+        driver = withSpares(0);
+    }
+
+    private ProcessDriver withSpares(int spares) {
+        ProcessDriver d = new ProcessDriver(new DriverEnvironment(stateRoot, Map.of(
+                "supervisor.launcher", tmp.resolve("bin/supervisor").toString(),
+                "runtime.launcher", tmp.resolve("bin/runtime").toString(), "run.root", runRoot.toString(),
+                "workspace.root", workspaceRoot.toString(), "id.slots", slots.toString(),
+                ProcessDriver.SPARES_SETTING, Integer.toString(spares))));
+        cleanups.add(d::close);
+        return d;
     }
 
     @AfterEach
@@ -95,7 +103,11 @@ class ProcessDriverTest {
     }
 
     private String awaitLog(String id, String file, String needle) throws Exception {
-        Path log = stateRoot.resolve("process/sandboxes/" + id + "/" + file);
+        return awaitFile(stateRoot.resolve("process/sandboxes/" + id + "/" + file), needle);
+    }
+
+    private static String awaitFile(Path log, String needle) throws Exception {
+        String file = log.getFileName().toString();
         long deadline = System.nanoTime() + 30_000_000_000L;
         while (System.nanoTime() < deadline) {
             String text = Files.exists(log) ? Files.readString(log) : "";
@@ -280,6 +292,155 @@ class ProcessDriverTest {
         // The trusted cleanup path needs no launcher: a gateway without them can still delete.
         unconfigured.delete(new SandboxId("kept"), p.state());
         assertEquals(DriverStatus.Phase.GONE, unconfigured.status(new SandboxId("kept"), p.state()).phase());
+    }
+
+    /** The one idle spare's directory, once its pool has started it. */
+    private Path awaitIdleSpare(ProcessDriver d, int started) throws Exception {
+        SparePool pool = d.spares().orElseThrow();
+        long deadline = System.nanoTime() + 30_000_000_000L;
+        while (pool.idle() < 1 || pool.started() < started) {
+            assertTrue(System.nanoTime() < deadline, "no warm spare started within 30 s");
+            Thread.sleep(20);
+        }
+        try (Stream<Path> dirs = Files.list(stateRoot.resolve("process").resolve(ProcessDriver.SPARES))) {
+            List<Path> spares = dirs.toList();
+            assertEquals(1, spares.size(), spares.toString());
+            return spares.getFirst();
+        }
+    }
+
+    private static ProcessTopology spareTopology(Path spare) throws IOException {
+        return ProcessTopology.fromState(Files.readAllBytes(spare.resolve(ProcessDriver.SPARE_TOPOLOGY)));
+    }
+
+    private static byte[] concat(byte[] a, byte[] b) {
+        byte[] out = java.util.Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, out, a.length, b.length);
+        return out;
+    }
+
+    private static boolean dead(long pid) {
+        return ProcessHandle.of(pid).map(h -> !h.isAlive()).orElse(true);
+    }
+
+    private void assertNothingOfSpare(String name, ProcessTopology t) throws IOException {
+        assertTrue(dead(t.supervisorPid()) && dead(t.holderPid()), "the spare's processes are gone");
+        assertFalse(Files.exists(runRoot.resolve(name)), "its run directory is gone");
+        assertFalse(Files.exists(stateRoot.resolve("process").resolve(ProcessDriver.SPARES).resolve(name)), "its logs are gone");
+        assertFalse(Files.exists(slots.resolve(Integer.toString(t.slot()))) && Files.readString(
+                slots.resolve(Integer.toString(t.slot()))).contains("\n" + name + "\n"), "its id range is free");
+        t.cgroup().flatMap(SandboxCgroup::named).ifPresent(c -> assertFalse(Files.exists(c.path()), "its cgroup is gone"));
+    }
+
+    @Test
+    void aCreateTakesAWarmSpareWhichThenBecomesTheSandboxAndTheNextSpareFollows() throws Exception {
+        ProcessDriver warm = withSpares(1);
+        Path spareDir = awaitIdleSpare(warm, 1);
+        String spare = spareDir.getFileName().toString();
+        assertTrue(spare.startsWith(ProcessDriver.SPARE_PREFIX), spare);
+        ProcessTopology before = spareTopology(spareDir);
+        String spareRuntime = awaitFile(spareDir.resolve("runtime.log"), "args:");
+        assertTrue(spareRuntime.contains("args: --channel " + runRoot.resolve(spare).resolve(ProcessDriver.SOCKET_NAME)
+                + " --bundle-stdin --late-arguments"), "the spare knows no sandbox yet: " + spareRuntime);
+        assertFalse(spareRuntime.contains("bundle:"), "it is still reading its standard input: " + spareRuntime);
+
+        SandboxId id = new SandboxId("warm");
+        Provisioned p = warm.create(plan("warm", Map.of()));
+        cleanups.addFirst(() -> warm.delete(id, p.state()));
+        ProcessTopology t = ProcessTopology.fromState(p.state());
+        assertEquals(before.holderPid(), t.holderPid(), "the spare's namespaces became the sandbox's");
+        assertEquals(before.supervisorPid(), t.supervisorPid());
+        assertEquals(before.cgroup(), t.cgroup(), "its cgroup keeps the spare's name, recorded in the state");
+        assertEquals(DriverStatus.Phase.RUNNING, warm.status(id, p.state()).phase());
+        assertFalse(Files.exists(spareDir), "the spare's logs are now the sandbox's");
+        Path workspace = workspaceRoot.resolve("warm");
+        String runtimeLog = awaitLog("warm", "runtime.log", "pidns:");
+        byte[] runtimeLate = ProcessDriver.late(List.of("--sandbox", "warm", "--generation", "1", "--workspace",
+                workspace.toString()));
+        assertTrue(runtimeLog.contains("bundle: " + sha256(concat(runtimeLate, RUNTIME_BUNDLE))),
+                "the late arguments, then the bundle: " + runtimeLog);
+        assertEquals((int) (IdRange.slot(t.slot()).first() + 1000), Files.getAttribute(workspace, "unix:uid"),
+                "the fresh workspace is the workload's in the spare's id range");
+        String supervisorLog = awaitLog("warm", "supervisor.log", "pidns:");
+        assertTrue(supervisorLog.contains("bundle: " + sha256(concat(ProcessDriver.late(List.of("--sandbox", "warm",
+                "--generation", "1")), SUPERVISOR_BUNDLE))), supervisorLog);
+        assertTrue(supervisorLog.contains("--runtime-uid " + IdRange.slot(t.slot()).first()), supervisorLog);
+        assertTrue(Files.readString(slots.resolve(Integer.toString(t.slot()))).endsWith("\nwarm\n"),
+                "the spare's id range is the sandbox's now");
+        assertFalse(containsBytes(tmp, RUNTIME_BUNDLE) || containsBytes(tmp, SUPERVISOR_BUNDLE), "a launch bundle was written to disk");
+
+        // Its supervisor printed its ready line: the keeper starts the next spare.
+        Path next = awaitIdleSpare(warm, 2);
+        assertNotEquals(spareDir, next);
+
+        warm.delete(id, p.state());
+        assertEquals(DriverStatus.Phase.GONE, warm.status(id, p.state()).phase());
+        assertFalse(Files.exists(runRoot.resolve(spare)), "the spare's run directory went with the sandbox");
+        assertFalse(Files.exists(workspace));
+        assertFalse(Files.exists(slots.resolve(Integer.toString(t.slot()))));
+        t.cgroup().flatMap(SandboxCgroup::named).ifPresent(c -> assertFalse(Files.exists(c.path()), "its cgroup is gone"));
+
+        ProcessTopology idle = spareTopology(next);
+        warm.close();
+        assertNothingOfSpare(next.getFileName().toString(), idle);
+        assertEquals(0, warm.spares().orElseThrow().idle());
+    }
+
+    @Test
+    void aSpareThatDiedIsRemovedAndTheCreateLaunchesCold() throws Exception {
+        ProcessDriver warm = withSpares(1);
+        Path spareDir = awaitIdleSpare(warm, 1);
+        ProcessTopology spare = spareTopology(spareDir);
+        ProcessHandle supervisor = ProcessHandle.of(spare.supervisorPid()).orElseThrow();
+        supervisor.destroyForcibly();
+        supervisor.onExit().get();
+        Provisioned p = warm.create(plan("cold", Map.of()));
+        cleanups.addFirst(() -> warm.delete(new SandboxId("cold"), p.state()));
+        ProcessTopology t = ProcessTopology.fromState(p.state());
+        assertNotEquals(spare.holderPid(), t.holderPid());
+        assertEquals(runRoot.resolve("cold").resolve(ProcessDriver.SOCKET_NAME), t.channel());
+        assertEquals(DriverStatus.Phase.RUNNING, warm.status(new SandboxId("cold"), p.state()).phase());
+        assertNothingOfSpare(spareDir.getFileName().toString(), spare);
+        assertTrue(awaitLog("cold", "runtime.log", "pidns:").contains("bundle: " + sha256(RUNTIME_BUNDLE)));
+    }
+
+    @Test
+    void sparesAGatewayLeftBehindAreSweptByTheNextPoolOnItsStateRoot() throws Exception {
+        ProcessDriver first = withSpares(1);
+        Path spareDir = awaitIdleSpare(first, 1);
+        ProcessTopology left = spareTopology(spareDir);
+        // The first gateway "died": the next pool on the same state root finds its spare by its topology file.
+        ProcessDriver next = withSpares(1);
+        assertNothingOfSpare(spareDir.getFileName().toString(), left);
+        Path fresh = awaitIdleSpare(next, 1);
+        assertNotEquals(spareDir, fresh);
+    }
+
+    @Test
+    void theSpareSettingIsANumberUpToItsBound() throws Exception {
+        for (String bad : List.of("-1", Integer.toString(ProcessDriver.MAX_SPARES + 1), "one")) {
+            DriverException e = assertThrows(DriverException.class, () -> new ProcessDriver(new DriverEnvironment(stateRoot,
+                    Map.of("run.root", runRoot.toString(), "id.slots", slots.toString(), ProcessDriver.SPARES_SETTING, bad))));
+            assertEquals(DriverException.Kind.INVALID, e.kind());
+            assertTrue(e.getMessage().contains(ProcessDriver.SPARES_SETTING), e.getMessage());
+        }
+        assertTrue(driver.spares().isEmpty(), "none by default");
+        ProcessDriver most = withSpares(ProcessDriver.MAX_SPARES);
+        SparePool pool = most.spares().orElseThrow();
+        long deadline = System.nanoTime() + 60_000_000_000L;
+        while (pool.idle() < ProcessDriver.MAX_SPARES) {
+            assertTrue(System.nanoTime() < deadline, "only " + pool.idle() + " spares within 60 s");
+            Thread.sleep(20);
+        }
+        Thread.sleep(200);
+        assertEquals(ProcessDriver.MAX_SPARES, pool.started(), "no more than asked for");
+        most.close();
+        try (Stream<Path> left = Files.list(stateRoot.resolve("process").resolve(ProcessDriver.SPARES))) {
+            assertEquals(0, left.count());
+        }
+        try (Stream<Path> taken = Files.list(slots)) {
+            assertEquals(0, taken.count(), "every spare's id range is free");
+        }
     }
 
     private static String line(String text, String prefix) {

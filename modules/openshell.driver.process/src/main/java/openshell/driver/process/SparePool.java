@@ -1,0 +1,186 @@
+package openshell.driver.process;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.Deque;
+import java.util.Optional;
+
+import openshell.driver.DriverException;
+
+/**
+ * Warm spares for the process driver: holders, runtimes and supervisors started before the
+ * sandboxes that will take them, so a create does not wait for two JVMs to start. A create takes
+ * the oldest idle spare ({@link ProcessDriver#claim}); a spare that died is removed and the create
+ * launches cold. One keeper thread starts spares until {@code size} are idle. After a spare is
+ * taken the keeper waits until the sandbox it became is ready (its supervisor's ready line), at
+ * most {@link #REFILL_WAIT}, so the refill's two JVM starts do not compete with that create for
+ * the cores. A spare that fails to start holds the keeper back {@link #FAILURE_BACKOFF}. Closing
+ * the pool removes the idle spares; a gateway that died with spares idle leaves them to the next
+ * pool on the same state root, which sweeps them first.
+ */
+final class SparePool implements AutoCloseable {
+    /** Longest wait after a spare was taken before the keeper starts the next. */
+    static final Duration REFILL_WAIT = Duration.ofSeconds(10);
+    /** How long the keeper waits after a spare failed to start before it tries again. */
+    static final Duration FAILURE_BACKOFF = Duration.ofSeconds(30);
+    /** How often the keeper looks for the ready line of the sandbox a spare became. */
+    static final Duration READY_POLL = Duration.ofMillis(50);
+    /** The most of a supervisor's log read when looking for its ready line. */
+    static final int MAX_LOG_READ = 64 * 1024;
+    private static final byte[] READY = "{\"ready\":true".getBytes(StandardCharsets.US_ASCII);
+
+    private final ProcessDriver driver;
+    private final int size;
+    private final Deque<ProcessDriver.Spare> idle = new ArrayDeque<>();
+    private final Thread keeper;
+    /** Guarded by this: the supervisor log of the last sandbox made from a spare, until it is ready. */
+    private Path lastClaimed;
+    private long lastClaimedAt;
+    private long notBefore;
+    private boolean closed;
+    private int started;
+
+    SparePool(ProcessDriver driver, int size) {
+        this.driver = driver;
+        this.size = size;
+        int swept = driver.sweepSpares();
+        if (swept > 0) {
+            System.err.println("openshell process driver: removed " + swept + " warm spare(s) an earlier gateway left");
+        }
+        this.keeper = Thread.ofPlatform().daemon().name("openshell-spare-keeper").start(this::keep);
+    }
+
+    /** @return the oldest idle spare, if any */
+    synchronized Optional<ProcessDriver.Spare> take() {
+        return Optional.ofNullable(idle.pollFirst());
+    }
+
+    /**
+     * Notes that a spare became a sandbox: the next one starts once that sandbox's supervisor is
+     * ready, or after {@link #REFILL_WAIT}.
+     *
+     * @param supervisorLog where that supervisor writes its ready line
+     */
+    synchronized void claimed(Path supervisorLog) {
+        lastClaimed = supervisorLog;
+        lastClaimedAt = System.nanoTime();
+        notifyAll();
+    }
+
+    /** @return spares idle now */
+    synchronized int idle() {
+        return idle.size();
+    }
+
+    /** @return spares the keeper has started, taken or not */
+    synchronized int started() {
+        return started;
+    }
+
+    private void keep() {
+        while (true) {
+            synchronized (this) {
+                try {
+                    while (!closed && !wanted()) {
+                        wait(READY_POLL.toMillis());
+                    }
+                } catch (InterruptedException e) {
+                    return;
+                }
+                if (closed) {
+                    return;
+                }
+            }
+            ProcessDriver.Spare spare;
+            try {
+                spare = driver.launchSpare();
+            } catch (DriverException e) {
+                System.err.println("openshell process driver: cannot start a warm spare (" + e.getMessage()
+                        + "); next try in " + FAILURE_BACKOFF.toSeconds() + " s");
+                synchronized (this) {
+                    notBefore = System.nanoTime() + FAILURE_BACKOFF.toNanos();
+                }
+                continue;
+            }
+            boolean keep;
+            synchronized (this) {
+                keep = !closed;
+                if (keep) {
+                    idle.addLast(spare);
+                    started++;
+                }
+            }
+            if (!keep) {
+                driver.discard(spare);
+                return;
+            }
+        }
+    }
+
+    /** Whether the keeper should start a spare now; called holding the lock. */
+    private boolean wanted() {
+        long now = System.nanoTime();
+        if (idle.size() >= size || now - notBefore < 0) {
+            return false;
+        }
+        if (lastClaimed != null) {
+            if (now - lastClaimedAt < REFILL_WAIT.toNanos() && !ready(lastClaimed)) {
+                return false;
+            }
+            lastClaimed = null;
+        }
+        return true;
+    }
+
+    private static boolean ready(Path supervisorLog) {
+        try (InputStream in = Files.newInputStream(supervisorLog)) {
+            byte[] head = in.readNBytes(MAX_LOG_READ);
+            outer:
+            for (int i = 0; i + READY.length <= head.length; i++) {
+                for (int j = 0; j < READY.length; j++) {
+                    if (head[i + j] != READY[j]) {
+                        continue outer;
+                    }
+                }
+                return true;
+            }
+            return false;
+        } catch (IOException e) {
+            // No log (the sandbox was deleted at once): nothing to wait for.
+            return true;
+        }
+    }
+
+    /** Stops the keeper and removes every idle spare. */
+    @Override
+    public void close() {
+        Deque<ProcessDriver.Spare> left;
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            left = new ArrayDeque<>(idle);
+            idle.clear();
+            notifyAll();
+        }
+        // Not interrupted: a spare it is starting finishes, and is then removed by the keeper itself.
+        try {
+            keeper.join(ProcessDriver.SUPERVISOR_KILL_TIMEOUT.toMillis());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        for (ProcessDriver.Spare spare : left) {
+            try {
+                driver.discard(spare);
+            } catch (DriverException e) {
+                System.err.println("openshell process driver: cannot remove warm spare " + spare.name() + ": " + e.getMessage());
+            }
+        }
+    }
+}
