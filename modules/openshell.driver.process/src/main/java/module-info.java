@@ -33,6 +33,20 @@
  * never a file or an argument. The supervisor listens on {@code SOCKET}, inside a 0700 directory
  * owned by the sandbox's mapped root; the runtime dials it.
  *
+ * <h2>Warm spares</h2>
+ * With the setting {@code spares=N} the driver keeps N holders, runtimes and supervisors started
+ * ahead of any sandbox ({@code SparePool}): both launchers get {@code --late-arguments} instead of
+ * the sandbox, generation and workspace, start at niceness {@code SPARE_NICENESS} (19) so their
+ * JVM starts yield to everything else, print that they wait, and are then put back to niceness 0.
+ * A create takes the oldest idle spare: its logs, id-range slot and fresh workspace become the
+ * sandbox's, every thread is put back to niceness 0, and the late arguments then the bundles go to
+ * the two programs' standard input. The spare keeps its run directory and cgroup name (cgroup v2
+ * renames nothing), both recorded in the state; a spare that died is removed and the create
+ * launches cold. The next spare starts once the sandbox that took the last is ready. Closing the
+ * driver removes idle spares; a pool on a state root first sweeps the spares a dead gateway left
+ * there (their topology file beside their logs). A spare holds no secret: bundles reach it only
+ * when a sandbox takes it.
+ *
  * <table>
  * <caption>Bounds owned by this module</caption>
  * <tr><th>Constant</th><th>Value</th><th>At the bound</th></tr>
@@ -42,6 +56,12 @@
  * <tr><td>{@code IdRange.MAX_SLOTS}</td><td>50,277 sandboxes per host</td><td>UNAVAILABLE</td></tr>
  * <tr><td>{@code ProcessDriver.SUPERVISOR_KILL_TIMEOUT}</td><td>10 s</td><td>FAILED, reported</td></tr>
  * <tr><td>{@code ProcessDriver.MAX_SOCKET_PATH_BYTES}</td><td>106 bytes</td><td>create refused (INVALID), nothing made</td></tr>
+ * <tr><td>{@code ProcessDriver.MAX_SPARES}</td><td>4 warm spares</td><td>the setting refused (INVALID)</td></tr>
+ * <tr><td>{@code ProcessDriver.MAX_RENICE_PASSES}</td><td>5</td><td>FAILED: the claim is undone, the create launches cold</td></tr>
+ * <tr><td>{@code SparePool.REFILL_WAIT}</td><td>10 s</td><td>the next spare starts although the last taken is not ready</td></tr>
+ * <tr><td>{@code SparePool.SETTLE_WAIT}</td><td>30 s</td><td>a new spare is put back to niceness 0 anyway</td></tr>
+ * <tr><td>{@code SparePool.FAILURE_BACKOFF}</td><td>30 s</td><td>after a spare failed to start, reported</td></tr>
+ * <tr><td>{@code SparePool.MAX_LOG_READ}</td><td>64 KiB</td><td>of a log searched for a ready or waiting line</td></tr>
  * </table>
  */
 module openshell.driver.process {

@@ -172,6 +172,8 @@
  * <tr><td>TLS_VALIDITY</td><td>2 days</td><td>LaunchTls</td><td>the launch's certificates expire</td></tr>
  * <tr><td>LaunchBundles.MAX_BUNDLE_BYTES</td><td>1 MiB</td><td>minting and both mains</td>
  *     <td>a larger launch bundle is neither minted nor read (BUNDLE_INVALID)</td></tr>
+ * <tr><td>LaunchBundles.MAX_LATE_ARGUMENT_BYTES</td><td>4,096 bytes</td><td>both mains, as warm spares</td>
+ *     <td>longer late arguments are refused (BUNDLE_INVALID), the main exits 64</td></tr>
  * <tr><td>LaunchBundles.MAX_HOST_ALIASES</td><td>256</td><td>minting and the supervisor main</td>
  *     <td>more operator host aliases are neither minted nor read (BUNDLE_INVALID)</td></tr>
  * <tr><td>LaunchBundles.MAX_UPSTREAM_AUTHORITIES</td><td>64</td><td>minting and the supervisor main</td>

@@ -31,7 +31,9 @@ import openshell.protocol.Transport;
  * --channel SOCKET --bundle-stdin [--workspace DIR]}, root of fresh user, net, mount, pid, ipc and
  * uts namespaces. A warm spare, started before its sandbox exists, gets {@code --late-arguments}
  * instead of the sandbox, generation and workspace, and reads them from standard input ahead of
- * its bundle ({@link LaunchBundles#readLateArguments}). Startup order: no core dumps and non-dumpable (its memory will hold its TLS
+ * its bundle ({@link LaunchBundles#readLateArguments}); it brings {@code lo} up, runs the probes and
+ * starts the resolver view and the DNS relay first (none of them depends on its sandbox), prints
+ * {@link #SPARE_WAITING}, and only then reads. Startup order: no core dumps and non-dumpable (its memory will hold its TLS
  * key), read the runtime launch bundle from standard input, close it, parse it and zero the bytes,
  * bring {@code lo} up, run every probe, install the resolver view and the DNS relay, and only
  * then dial the supervisor's channel and serve the Sandbox Protocol (runtime-initiated: nothing
@@ -68,6 +70,8 @@ public final class SandboxMain {
      * over TLS with this launch's identity.
      */
     static final openshell.protocol.UnixPeerPolicy SUPERVISOR_PEER = peer -> { };
+    /** The line a warm spare prints once it waits for its late arguments. */
+    static final String SPARE_WAITING = "{\"spare\":\"waiting\"}";
     /** What the runtime reports as the enforced policy's digest: it holds no policy, the supervisor does. */
     static final String POLICY_HELD_BY_SUPERVISOR = "held-by-supervisor";
 
@@ -159,24 +163,36 @@ public final class SandboxMain {
         System.exit(run(List.of(args), System.in));
     }
 
-    static int run(List<String> args, InputStream stdin) {
-        LaunchArguments arguments;
+    /** What standard input gave: the arguments (with any late ones) and the parsed bundle. */
+    private record Launch(LaunchArguments arguments, RuntimeBundle bundle, int bundleBytes) {
+    }
+
+    /** Reads the late arguments (a spare's) and the bundle, zeroing the bundle's bytes once parsed. */
+    private static Launch readLaunch(List<String> args, InputStream stdin) throws IOException {
+        LaunchArguments arguments = LaunchArguments.read(args, stdin);
+        byte[] bytes = LaunchBundles.read(stdin);
         RuntimeBundle bundle;
-        int bundleBytes;
+        try {
+            bundle = LaunchBundles.runtimeBundle(bytes);
+        } finally {
+            Arrays.fill(bytes, (byte) 0);
+        }
+        if (!bundle.sandboxId().equals(arguments.sandbox()) || bundle.generation() != arguments.generation()) {
+            throw new IllegalArgumentException("the launch bundle is for " + bundle.sandboxId() + "@" + bundle.generation()
+                    + ", not " + arguments.sandbox() + "@" + arguments.generation());
+        }
+        return new Launch(arguments, bundle, bytes.length);
+    }
+
+    static int run(List<String> args, InputStream stdin) {
+        // A warm spare prepares everything its sandbox does not decide before it waits for one.
+        boolean spare = args.contains(LaunchArguments.LATE);
+        Launch launch = null;
         try {
             ProcessControl.setDumpable(false);
             new ResourceLimit(ResourceLimit.CORE, 0, 0).applyTo(0);
-            arguments = LaunchArguments.read(args, stdin);
-            byte[] bytes = LaunchBundles.read(stdin);
-            bundleBytes = bytes.length;
-            try {
-                bundle = LaunchBundles.runtimeBundle(bytes);
-            } finally {
-                Arrays.fill(bytes, (byte) 0);
-            }
-            if (!bundle.sandboxId().equals(arguments.sandbox()) || bundle.generation() != arguments.generation()) {
-                throw new IllegalArgumentException("the launch bundle is for " + bundle.sandboxId() + "@" + bundle.generation()
-                        + ", not " + arguments.sandbox() + "@" + arguments.generation());
+            if (!spare) {
+                launch = readLaunch(args, stdin);
             }
         } catch (IllegalArgumentException | IOException | ProtocolException e) {
             System.err.println("openshell-sandbox: " + e.getMessage());
@@ -194,36 +210,23 @@ public final class SandboxMain {
             // The resolver view and the DNS relay exist before any workload process could look for them.
             runtimeDirectory = Files.createTempDirectory("openshell-sandbox");
             ResolverView.install(runtimeDirectory, Path.of("/etc/resolv.conf"));
-            Path workspace = arguments.workspace().map(Path::of).orElse(null);
-            if (workspace == null) {
-                workspace = WorkloadLaunch.freshWorkspace(bundle.workloadUid(), bundle.workloadGid());
-            }
             // The runtime closes the broker and the process tree; the process exits right after anyway.
             NetworkBroker broker = new NetworkBroker(network, ProcessHandle.current().pid(), NetworkBroker.DECISION_WAIT);
-            try (DnsRelay relay = DnsRelay.start(broker, NetworkBroker.DNS_RELAY);
-                 SandboxRuntime control = new SandboxRuntime(report, broker, new ProcessTree(WorkloadLaunch.command(),
-                         WorkloadLaunch.template(bundle.workloadUid(), bundle.workloadGid(), workspace), broker,
-                         WorkloadLaunch.leaf("workload-" + arguments.generation() + "-" + ProcessHandle.current().pid())), POLICY_HELD_BY_SUPERVISOR,
-                         Optional.of(TrustStoreView.system(runtimeDirectory)));
-                 RuntimeEndpoint endpoint = RuntimeEndpoint.builder()
-                         .transport(Transport.unix(Path.of(arguments.channel())))
-                         .initiator(Initiator.RUNTIME)
-                         .identity(bundle.identity())
-                         .verifier(bundle.verifier())
-                         .peerPolicy(SUPERVISOR_PEER)
-                         .addService(new RuntimeService(control, arguments.generation(), Clock.systemUTC(),
-                                 Optional.of(Path.of(arguments.channel()))))
-                         .build()) {
-                endpoint.start();
-                System.out.println("{\"sandbox\":\"" + arguments.sandbox() + "\",\"generation\":" + arguments.generation()
-                        + ",\"serving\":true,\"channel\":\"" + arguments.channel() + "\",\"kernel\":\"" + report.kernel()
-                        + "\",\"landlockAbi\":" + report.landlockAbi() + ",\"taskMemory\":\"" + report.taskMemory()
-                        + "\",\"interfaces\":\"" + report.interfaces() + "\",\"directEgressFailed\":"
-                        + !report.egressErrors().isEmpty() + ",\"bundleBytes\":" + bundleBytes + ",\"dumpable\":"
-                        + ProcessControl.dumpable() + ",\"dnsRelay\":\"" + relay.address() + "\",\"workspace\":\""
-                        + workspace + "\"}");
-                System.out.flush();
-                return serve(control, endpoint);
+            TrustStoreView trust = TrustStoreView.system(runtimeDirectory);
+            try (DnsRelay relay = DnsRelay.start(broker, NetworkBroker.DNS_RELAY)) {
+                if (spare) {
+                    try {
+                        // Started, and waiting for its sandbox (the driver reads this line).
+                        System.out.println(SPARE_WAITING);
+                        System.out.flush();
+                        launch = readLaunch(args, stdin);
+                    } catch (IllegalArgumentException | IOException | ProtocolException e) {
+                        System.err.println("openshell-sandbox: " + e.getMessage());
+                        broker.close();
+                        return EXIT_USAGE;
+                    }
+                }
+                return serve(launch, report, broker, trust, relay);
             }
         } catch (BackendException | LinuxException | ProtocolException | IOException | UncheckedIOException e) {
             System.err.println("openshell-sandbox: refusing to serve: " + e.getMessage());
@@ -243,6 +246,41 @@ public final class SandboxMain {
                     System.err.println("openshell-sandbox: cannot remove " + runtimeDirectory + ": " + e.getMessage());
                 }
             }
+        }
+    }
+
+    /** From the bundle on: the workspace, the process tree, the endpoint; then serving until the exit. */
+    private static int serve(Launch launch, StartupProbes.Report report, NetworkBroker broker, TrustStoreView trust,
+                             DnsRelay relay) throws IOException {
+        LaunchArguments arguments = launch.arguments();
+        RuntimeBundle bundle = launch.bundle();
+        Path workspace = arguments.workspace().map(Path::of).orElse(null);
+        if (workspace == null) {
+            workspace = WorkloadLaunch.freshWorkspace(bundle.workloadUid(), bundle.workloadGid());
+        }
+        try (SandboxRuntime control = new SandboxRuntime(report, broker, new ProcessTree(WorkloadLaunch.command(),
+                     WorkloadLaunch.template(bundle.workloadUid(), bundle.workloadGid(), workspace), broker,
+                     WorkloadLaunch.leaf("workload-" + arguments.generation() + "-" + ProcessHandle.current().pid())),
+                     POLICY_HELD_BY_SUPERVISOR, Optional.of(trust));
+             RuntimeEndpoint endpoint = RuntimeEndpoint.builder()
+                     .transport(Transport.unix(Path.of(arguments.channel())))
+                     .initiator(Initiator.RUNTIME)
+                     .identity(bundle.identity())
+                     .verifier(bundle.verifier())
+                     .peerPolicy(SUPERVISOR_PEER)
+                     .addService(new RuntimeService(control, arguments.generation(), Clock.systemUTC(),
+                             Optional.of(Path.of(arguments.channel()))))
+                     .build()) {
+            endpoint.start();
+            System.out.println("{\"sandbox\":\"" + arguments.sandbox() + "\",\"generation\":" + arguments.generation()
+                    + ",\"serving\":true,\"channel\":\"" + arguments.channel() + "\",\"kernel\":\"" + report.kernel()
+                    + "\",\"landlockAbi\":" + report.landlockAbi() + ",\"taskMemory\":\"" + report.taskMemory()
+                    + "\",\"interfaces\":\"" + report.interfaces() + "\",\"directEgressFailed\":"
+                    + !report.egressErrors().isEmpty() + ",\"bundleBytes\":" + launch.bundleBytes() + ",\"dumpable\":"
+                    + ProcessControl.dumpable() + ",\"dnsRelay\":\"" + relay.address() + "\",\"workspace\":\""
+                    + workspace + "\"}");
+            System.out.flush();
+            return serve(control, endpoint);
         }
     }
 

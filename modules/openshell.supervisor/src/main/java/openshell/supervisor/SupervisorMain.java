@@ -72,6 +72,8 @@ import openshell.supervisor.spi.GatewaySessionClient;
  * store before the agent starts.
  */
 public final class SupervisorMain {
+    /** The line a warm spare prints once it waits for its late arguments. */
+    static final String SPARE_WAITING = "{\"spare\":\"waiting\"}";
     /** Exit status for bad arguments, bundle or policy. */
     static final int EXIT_USAGE = 64;
     /** Exit status when the backend, attach, confirm or startAgent fails. */
@@ -197,6 +199,11 @@ public final class SupervisorMain {
         Credentials credentials;
         UnixPeerPolicy runtimePeer;
         try {
+            if (args.contains(Arguments.LATE)) {
+                // A warm spare: started, and waiting for its sandbox (the driver reads this line).
+                out.println(SPARE_WAITING);
+                out.flush();
+            }
             arguments = Arguments.read(args, stdin);
             runtimePeer = runtimePeer(arguments);
             byte[] bytes = LaunchBundles.read(stdin);

@@ -279,7 +279,7 @@ final class NamespaceHolder {
         }
     }
 
-    private static Path hostTool(String name) {
+    static Path hostTool(String name) {
         for (String dir : List.of("/usr/bin", "/bin", "/usr/sbin", "/sbin")) {
             Path p = Path.of(dir, name);
             if (Files.isExecutable(p)) {

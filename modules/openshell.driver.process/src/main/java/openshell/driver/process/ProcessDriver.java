@@ -75,6 +75,14 @@ final class ProcessDriver implements ComputeDriver {
     static final String SPARE_TOPOLOGY = "topology";
     /** What both launchers of a spare get instead of the sandbox, generation and workspace. */
     static final String SPARE_FLAG = "--late-arguments";
+    /**
+     * The niceness a spare starts and idles at, so its two JVM starts take the cores only when
+     * nothing else wants them (an exec, another sandbox's start). A claim puts every thread of it
+     * back to 0 before it gets its bundles.
+     */
+    static final int SPARE_NICENESS = 19;
+    /** Passes over a claimed spare's threads until none is left niced (threads started meanwhile inherit it). */
+    static final int MAX_RENICE_PASSES = 5;
     private static final java.security.SecureRandom RANDOM = new java.security.SecureRandom();
 
     private final DriverEnvironment environment;
@@ -222,7 +230,7 @@ final class ProcessDriver implements ComputeDriver {
                 "--channel", channel.toString(), "--bundle-stdin");
         List<String> runtimeArgs = new ArrayList<>(common);
         runtimeArgs.addAll(List.of("--workspace", workspace));
-        Pair pair = startPair(ids, channel, state, SandboxCgroup.of(id), runtimeArgs, common);
+        Pair pair = startPair(ids, channel, state, SandboxCgroup.of(id), List.of(), runtimeArgs, common);
         try {
             feed(pair.runtime(), new byte[0], plan.material().runtimeBundle(), "sandbox runtime");
             feed(pair.supervisor(), new byte[0], plan.material().supervisorBundle(), "supervisor");
@@ -238,8 +246,8 @@ final class ProcessDriver implements ComputeDriver {
      * Starts the namespace holder, the runtime inside it and the supervisor beside it; both read
      * their standard input next.
      */
-    private Pair startPair(IdRange ids, Path channel, Path logs, Optional<SandboxCgroup> cgroup, List<String> runtimeArgs,
-                           List<String> supervisorArgs) {
+    private Pair startPair(IdRange ids, Path channel, Path logs, Optional<SandboxCgroup> cgroup, List<String> wrapper,
+                           List<String> runtimeArgs, List<String> supervisorArgs) {
         Path supervisorLauncher = launcher(environment, "supervisor.launcher");
         Path runtimeLauncher = launcher(environment, "runtime.launcher");
         NamespaceHolder holder = null;
@@ -249,14 +257,16 @@ final class ProcessDriver implements ComputeDriver {
             List<String> runtimeCommand = new ArrayList<>(List.of(runtimeLauncher.toString()));
             runtimeCommand.addAll(runtimeArgs);
             // The runtime enters the sandbox's delegated cgroup before nsenter, so its workload leaf is its own to manage.
-            List<String> prefix = cgroup.map(c -> {
+            List<String> prefix = new ArrayList<>(wrapper);
+            cgroup.ifPresent(c -> {
                 c.create(ids.first());
-                return c.enterPrefix();
-            }).orElse(List.of());
+                prefix.addAll(c.enterPrefix());
+            });
             // The runtime starts first (it redials until the supervisor listens), so the supervisor can be
             // told which process tree the runtime's connection must come from, not only which uid.
             runtime = holder.enter(prefix, runtimeCommand, ENV, Path.of("/"), logs.resolve("runtime.log"));
-            List<String> supervisorCommand = new ArrayList<>(List.of(supervisorLauncher.toString()));
+            List<String> supervisorCommand = new ArrayList<>(wrapper);
+            supervisorCommand.add(supervisorLauncher.toString());
             supervisorCommand.addAll(supervisorArgs);
             supervisorCommand.addAll(List.of("--runtime-uid", Long.toString(ids.first()),
                     "--runtime-pid", Long.toString(runtime.pid())));
@@ -328,7 +338,8 @@ final class ProcessDriver implements ComputeDriver {
             chown(run, ids.first());
             Path channel = run.resolve(SOCKET_NAME);
             List<String> args = List.of("--channel", channel.toString(), "--bundle-stdin", SPARE_FLAG);
-            pair = startPair(ids, channel, logs, SandboxCgroup.of(name), args, args);
+            List<String> nice = List.of(NamespaceHolder.hostTool("nice").toString(), "-n", Integer.toString(SPARE_NICENESS));
+            pair = startPair(ids, channel, logs, SandboxCgroup.of(name), nice, args, args);
             Files.write(logs.resolve(SPARE_TOPOLOGY), pair.topology(slot).state());
             return new Spare(name, slot, pair);
         } catch (IOException | RuntimeException e) {
@@ -371,6 +382,12 @@ final class ProcessDriver implements ComputeDriver {
             transferred = true;
             String workspace = workspace(id, pair.ids(), plan);
             String generation = Long.toString(plan.runtimeGeneration());
+            boolean waited = waiting(state);
+            long unniced = System.nanoTime();
+            unnice(pair);
+            System.err.println("openshell process driver: warm spare " + spare.name() + " given to " + id + " ("
+                    + (waited ? "both waiting" : "still starting") + ", reniced in "
+                    + (System.nanoTime() - unniced) / 1_000_000 + " ms)");
             feed(pair.runtime(), late(List.of("--sandbox", id.value(), "--generation", generation, "--workspace", workspace)),
                     plan.material().runtimeBundle(), "sandbox runtime");
             feed(pair.supervisor(), late(List.of("--sandbox", id.value(), "--generation", generation)),
@@ -389,6 +406,81 @@ final class ProcessDriver implements ComputeDriver {
             }
             return Optional.empty();
         }
+    }
+
+    /**
+     * Puts every thread of a spare's processes (the supervisor, the runtime's wrapper and all it
+     * started) back to niceness 0, passing again while threads started meanwhile inherited
+     * {@link #SPARE_NICENESS}.
+     *
+     * @throws DriverException FAILED if some are still niced after {@link #MAX_RENICE_PASSES}
+     */
+    static void unnice(Pair pair) {
+        List<String> niced = List.of();
+        for (int pass = 0; pass < MAX_RENICE_PASSES; pass++) {
+            List<ProcessHandle> processes = new ArrayList<>(List.of(pair.supervisor().toHandle(), pair.runtime().toHandle()));
+            processes.addAll(pair.supervisor().toHandle().descendants().toList());
+            processes.addAll(pair.runtime().toHandle().descendants().toList());
+            niced = nicedThreads(processes);
+            if (niced.isEmpty()) {
+                return;
+            }
+            List<String> command = new ArrayList<>(List.of(NamespaceHolder.hostTool("renice").toString(), "--priority", "0", "-p"));
+            command.addAll(niced);
+            try {
+                Process renice = new ProcessBuilder(command).redirectErrorStream(true)
+                        .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+                renice.getOutputStream().close();
+                renice.waitFor();
+            } catch (IOException e) {
+                throw new DriverException(Kind.FAILED, "cannot renice a warm spare: " + e.getMessage(), e);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new DriverException(Kind.FAILED, "interrupted while renicing a warm spare", e);
+            }
+        }
+        throw new DriverException(Kind.FAILED, "threads of a warm spare stayed niced after " + MAX_RENICE_PASSES
+                + " passes: " + niced);
+    }
+
+    /** The thread ids, among these processes', whose niceness is not 0 (a thread that ended is skipped). */
+    static List<String> nicedThreads(List<ProcessHandle> processes) {
+        List<String> niced = new ArrayList<>();
+        for (ProcessHandle p : processes) {
+            try (java.util.stream.Stream<Path> tasks = Files.list(Path.of("/proc", Long.toString(p.pid()), "task"))) {
+                for (Path task : tasks.toList()) {
+                    try {
+                        if (niceness(Files.readString(task.resolve("stat"), StandardCharsets.US_ASCII)) != 0) {
+                            niced.add(task.getFileName().toString());
+                        }
+                    } catch (IOException ended) {
+                        // the thread ended meanwhile
+                    }
+                }
+            } catch (IOException ended) {
+                // the process ended meanwhile
+            }
+        }
+        return niced;
+    }
+
+    /** The niceness in a {@code /proc/<pid>/task/<tid>/stat} line: the 17th field after the command name's ')'. */
+    static int niceness(String stat) throws IOException {
+        String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+        if (fields.length < 17) {
+            throw new IOException("malformed stat line");
+        }
+        return Integer.parseInt(fields[16]);
+    }
+
+    /** @return whether both programs of an idle spare print that they wait for their sandbox */
+    boolean spareWaiting(Spare spare) {
+        return waiting(spareDir(spare.name()));
+    }
+
+    private static boolean waiting(Path logs) {
+        return SparePool.printed(logs.resolve("runtime.log"), SparePool.WAITING)
+                && SparePool.printed(logs.resolve("supervisor.log"), SparePool.WAITING);
     }
 
     /** Removes a spare nobody took: its processes, cgroup, run and log directories, and slot. */

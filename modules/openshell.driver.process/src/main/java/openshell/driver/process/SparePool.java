@@ -28,11 +28,16 @@ final class SparePool implements AutoCloseable {
     static final Duration REFILL_WAIT = Duration.ofSeconds(10);
     /** How long the keeper waits after a spare failed to start before it tries again. */
     static final Duration FAILURE_BACKOFF = Duration.ofSeconds(30);
+    /** Longest wait for a new spare's programs to wait for their sandbox before it is reniced anyway. */
+    static final Duration SETTLE_WAIT = Duration.ofSeconds(30);
     /** How often the keeper looks for the ready line of the sandbox a spare became. */
     static final Duration READY_POLL = Duration.ofMillis(50);
     /** The most of a supervisor's log read when looking for its ready line. */
     static final int MAX_LOG_READ = 64 * 1024;
-    private static final byte[] READY = "{\"ready\":true".getBytes(StandardCharsets.US_ASCII);
+    /** The start of the ready line of a supervisor. */
+    static final String READY = "{\"ready\":true";
+    /** The line each of a spare's programs prints once it waits for its sandbox. */
+    static final String WAITING = "{\"spare\":\"waiting\"}";
 
     private final ProcessDriver driver;
     private final int size;
@@ -119,6 +124,42 @@ final class SparePool implements AutoCloseable {
                 driver.discard(spare);
                 return;
             }
+            settle(spare);
+        }
+    }
+
+    /**
+     * Waits until both programs of a new spare wait for their sandbox (at most
+     * {@link #SETTLE_WAIT}), then puts it back to niceness 0: only the JVMs' starts run niced, and
+     * what they leave queued (compilations) finishes at normal priority before a create takes the
+     * spare. A spare taken meanwhile is its claim's to renice.
+     */
+    private void settle(ProcessDriver.Spare spare) {
+        long deadline = System.nanoTime() + SETTLE_WAIT.toNanos();
+        while (System.nanoTime() - deadline < 0) {
+            synchronized (this) {
+                if (closed || !idle.contains(spare)) {
+                    return;
+                }
+            }
+            if (driver.spareWaiting(spare)) {
+                break;
+            }
+            try {
+                Thread.sleep(READY_POLL.toMillis());
+            } catch (InterruptedException e) {
+                return;
+            }
+        }
+        synchronized (this) {
+            if (closed || !idle.contains(spare)) {
+                return;
+            }
+        }
+        try {
+            ProcessDriver.unnice(spare.pair());
+        } catch (DriverException e) {
+            System.err.println("openshell process driver: warm spare " + spare.name() + ": " + e.getMessage());
         }
     }
 
@@ -129,7 +170,7 @@ final class SparePool implements AutoCloseable {
             return false;
         }
         if (lastClaimed != null) {
-            if (now - lastClaimedAt < REFILL_WAIT.toNanos() && !ready(lastClaimed)) {
+            if (now - lastClaimedAt < REFILL_WAIT.toNanos() && !printed(lastClaimed, READY)) {
                 return false;
             }
             lastClaimed = null;
@@ -137,21 +178,14 @@ final class SparePool implements AutoCloseable {
         return true;
     }
 
-    private static boolean ready(Path supervisorLog) {
-        try (InputStream in = Files.newInputStream(supervisorLog)) {
-            byte[] head = in.readNBytes(MAX_LOG_READ);
-            outer:
-            for (int i = 0; i + READY.length <= head.length; i++) {
-                for (int j = 0; j < READY.length; j++) {
-                    if (head[i + j] != READY[j]) {
-                        continue outer;
-                    }
-                }
-                return true;
-            }
-            return false;
+    /**
+     * Whether the first {@link #MAX_LOG_READ} bytes of a log hold a line; true if there is no log
+     * (the sandbox was deleted at once: nothing to wait for).
+     */
+    static boolean printed(Path log, String line) {
+        try (InputStream in = Files.newInputStream(log)) {
+            return new String(in.readNBytes(MAX_LOG_READ), StandardCharsets.ISO_8859_1).contains(line);
         } catch (IOException e) {
-            // No log (the sandbox was deleted at once): nothing to wait for.
             return true;
         }
     }

@@ -60,7 +60,8 @@ class ProcessDriverTest {
         Files.setPosixFilePermissions(tmp, PosixFilePermissions.fromString("rwx--x--x"));
         Path bin = Files.createDirectory(tmp.resolve("bin"));
         Files.setPosixFilePermissions(bin, PosixFilePermissions.fromString("rwxr-xr-x"));
-        String record = "echo \"args: $*\"; echo \"bundle: $(sha256sum | cut -d' ' -f1)\"; echo \"uid: $(id -u)\"; "
+        String record = "echo \"args: $*\"; echo \"nice: $(nice)\"; "
+                + "case \"$*\" in *--late-arguments*) echo '" + SparePool.WAITING + "';; esac; echo \"bundle: $(sha256sum | cut -d' ' -f1)\"; echo \"uid: $(id -u)\"; "
                 + "echo \"pidns: $(readlink /proc/self/ns/pid)\"; echo '{\"ready\":true}'; exec sleep 1000\n";
         Path supervisor = Files.writeString(bin.resolve("supervisor"), "#!/bin/sh\n" + record);
         Path runtime = Files.writeString(bin.resolve("runtime"), "#!/bin/sh\n" + record);
@@ -138,6 +139,7 @@ class ProcessDriverTest {
             String runtimeLog = awaitLog("alpha", "runtime.log", "pidns:");
             assertTrue(runtimeLog.contains("bundle: " + sha256(RUNTIME_BUNDLE)), runtimeLog);
             assertTrue(runtimeLog.contains("uid: 0"), "the runtime is the namespace's root: " + runtimeLog);
+            assertTrue(runtimeLog.contains("nice: 0") && !runtimeLog.contains(SparePool.WAITING), "a cold launch: " + runtimeLog);
             assertTrue(runtimeLog.contains("--channel " + runRoot.resolve("alpha/supervisor.sock")), runtimeLog);
             Path workspace = workspaceRoot.resolve("alpha");
             assertTrue(runtimeLog.contains("--workspace " + workspace), "a fresh workspace the driver owns: " + runtimeLog);
@@ -339,10 +341,20 @@ class ProcessDriverTest {
         String spare = spareDir.getFileName().toString();
         assertTrue(spare.startsWith(ProcessDriver.SPARE_PREFIX), spare);
         ProcessTopology before = spareTopology(spareDir);
-        String spareRuntime = awaitFile(spareDir.resolve("runtime.log"), "args:");
+        String spareRuntime = awaitFile(spareDir.resolve("runtime.log"), SparePool.WAITING);
         assertTrue(spareRuntime.contains("args: --channel " + runRoot.resolve(spare).resolve(ProcessDriver.SOCKET_NAME)
                 + " --bundle-stdin --late-arguments"), "the spare knows no sandbox yet: " + spareRuntime);
         assertFalse(spareRuntime.contains("bundle:"), "it is still reading its standard input: " + spareRuntime);
+
+        assertTrue(spareRuntime.contains("nice: " + ProcessDriver.SPARE_NICENESS), "a spare starts niced: " + spareRuntime);
+        // Once both wait for their sandbox, the keeper puts them back to niceness 0.
+        List<ProcessHandle> spareProcesses = new java.util.ArrayList<>(List.of(ProcessHandle.of(before.supervisorPid()).orElseThrow()));
+        spareProcesses.addAll(ProcessHandle.of(before.holderPid()).orElseThrow().descendants().toList());
+        long settled = System.nanoTime() + SparePool.SETTLE_WAIT.toNanos();
+        while (!ProcessDriver.nicedThreads(spareProcesses).isEmpty()) {
+            assertTrue(System.nanoTime() < settled, "an idle spare stayed niced: " + ProcessDriver.nicedThreads(spareProcesses));
+            Thread.sleep(20);
+        }
 
         SandboxId id = new SandboxId("warm");
         Provisioned p = warm.create(plan("warm", Map.of()));
@@ -365,6 +377,9 @@ class ProcessDriverTest {
         assertTrue(supervisorLog.contains("bundle: " + sha256(concat(ProcessDriver.late(List.of("--sandbox", "warm",
                 "--generation", "1")), SUPERVISOR_BUNDLE))), supervisorLog);
         assertTrue(supervisorLog.contains("--runtime-uid " + IdRange.slot(t.slot()).first()), supervisorLog);
+        List<ProcessHandle> sandboxProcesses = new java.util.ArrayList<>(List.of(ProcessHandle.of(t.supervisorPid()).orElseThrow()));
+        sandboxProcesses.addAll(ProcessHandle.of(t.holderPid()).orElseThrow().descendants().toList());
+        assertEquals(List.of(), ProcessDriver.nicedThreads(sandboxProcesses), "the sandbox it became runs at niceness 0");
         assertTrue(Files.readString(slots.resolve(Integer.toString(t.slot()))).endsWith("\nwarm\n"),
                 "the spare's id range is the sandbox's now");
         assertFalse(containsBytes(tmp, RUNTIME_BUNDLE) || containsBytes(tmp, SUPERVISOR_BUNDLE), "a launch bundle was written to disk");
@@ -384,6 +399,14 @@ class ProcessDriverTest {
         warm.close();
         assertNothingOfSpare(next.getFileName().toString(), idle);
         assertEquals(0, warm.spares().orElseThrow().idle());
+    }
+
+    @Test
+    void nicenessIsReadAfterTheCommandNameWhateverItHolds() throws Exception {
+        String stat = "4242 (a) b (c) d) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 39 19 3 0 123 4096 200 18446744073709551615";
+        assertEquals(19, ProcessDriver.niceness(stat));
+        assertEquals(0, ProcessDriver.niceness(Files.readString(Path.of("/proc/self/stat"))));
+        assertThrows(IOException.class, () -> ProcessDriver.niceness("1 (x) S 1 2"));
     }
 
     @Test

@@ -57,6 +57,19 @@ class ImagePairTest {
 
     @Test
     void theImagesRunASandboxAnswerTheirProbesAndEndOnSigterm() throws Exception {
+        runPair(0);
+    }
+
+    /**
+     * The same from a warm spare: both images started with {@code --late-arguments}, waiting,
+     * before the sandbox exists; the create gives that very pair its sandbox.
+     */
+    @Test
+    void aWarmSpareOfTheImagesBecomesTheSandbox() throws Exception {
+        runPair(1);
+    }
+
+    private void runPair(int spares) throws Exception {
         if (!"root".equals(System.getProperty("user.name"))) {
             fail("this test needs root: the process driver maps a private uid range for each sandbox");
         }
@@ -87,17 +100,30 @@ class ImagePairTest {
         ComputeDriver driver = DriverRegistry.load().driver("process", new DriverEnvironment(stateRoot, Map.of(
                 "supervisor.launcher", supervisorImage.resolve("bin/openshell-supervisor").toString(),
                 "runtime.launcher", sandboxImage.resolve("bin/openshell-sandbox").toString(),
-                "run.root", runRoot.toString())));
+                "run.root", runRoot.toString(), "spares", Integer.toString(spares))));
+        Optional<Path> spare = spares == 0 ? Optional.empty() : Optional.of(awaitWaitingSpare(stateRoot));
         SandboxContext context = new SandboxContext(id, session, PolicySnapshot.of(1, policy.getBytes(StandardCharsets.UTF_8)),
                 new AgentSpec(argv, env, workspace.toString()), new WorkloadIdentity(WORKLOAD_ID, WORKLOAD_ID, List.of()));
         Provisioned provisioned = driver.create(new LaunchPlan(context, 1,
                 LaunchMaterial.of(minted.supervisorBundle(), minted.runtimeBundle()), Map.of("workspace", workspace.toString())));
         Path logs = stateRoot.resolve("process/sandboxes").resolve(id.value());
+        java.util.Properties state = new java.util.Properties();
+        state.load(new java.io.StringReader(new String(provisioned.state(), StandardCharsets.ISO_8859_1)));
         try {
+            spare.ifPresent(dir -> assertFalse(Files.exists(dir), "the spare's logs became the sandbox's"));
             String admin = awaitReady(logs);
-            // Both programs are the images' own JVMs, not the build's class path.
-            ProcessHandle supervisor = only(supervisorImage.resolve("bin/java"), id, logs);
-            ProcessHandle runtime = only(sandboxImage.resolve("bin/java"), id, logs);
+            // Both programs are the images' own JVMs, not the build's class path: the supervisor the
+            // driver recorded, and the one runtime JVM in the sandbox's namespaces.
+            ProcessHandle supervisor = ProcessHandle.of(Long.parseLong(state.getProperty("supervisor.pid"))).orElseThrow();
+            assertEquals(Optional.of(supervisorImage.resolve("bin/java").toString()), supervisor.info().command(), dump(logs));
+            String pidNamespace = pidNamespace(Long.parseLong(state.getProperty("holder.pid")));
+            List<ProcessHandle> runtimes = ProcessHandle.allProcesses().filter(p -> p.info().command().map(Path::of)
+                    .filter(sandboxImage.resolve("bin/java")::equals).isPresent())
+                    .filter(p -> pidNamespace.equals(pidNamespace(p.pid()))).toList();
+            assertEquals(1, runtimes.size(), "one runtime JVM of the image in the sandbox: " + runtimes + dump(logs));
+            ProcessHandle runtime = runtimes.getFirst();
+            assertEquals(spares > 0, text(logs.resolve("runtime.log")).contains("{\"spare\":\"waiting\"}")
+                    && text(logs.resolve("supervisor.log")).contains("{\"spare\":\"waiting\"}"), dump(logs));
             // The runtime's own helpers (its workload launcher) end with it.
             List<ProcessHandle> runtimeTree = java.util.stream.Stream.concat(java.util.stream.Stream.of(runtime),
                     runtime.descendants()).toList();
@@ -139,9 +165,16 @@ class ImagePairTest {
                         log.getKey() + " shows a stack trace after SIGTERM: the image did not end cleanly" + dump(logs));
             }
         } finally {
-            driver.delete(id, provisioned.state());
+            try {
+                driver.delete(id, provisioned.state());
+            } finally {
+                driver.close();
+            }
         }
         assertFalse(Files.exists(runRoot.resolve(id.value())), "the run directory is gone");
+        try (java.util.stream.Stream<Path> left = Files.list(runRoot)) {
+            assertEquals(List.of(), left.toList(), "nothing of the sandbox or of a spare is left in the run root");
+        }
         Files.delete(runRoot);
         assertTrue(agent(marker).isEmpty());
     }
@@ -159,13 +192,33 @@ class ImagePairTest {
         return "";
     }
 
-    /** The one program of this sandbox (its id among the arguments) running the image's JVM. */
-    private static ProcessHandle only(Path executable, SandboxId id, Path logs) {
-        List<ProcessHandle> found = ProcessHandle.allProcesses()
-                .filter(p -> p.info().command().map(Path::of).filter(executable::equals).isPresent())
-                .filter(p -> p.info().arguments().map(a -> List.of(a).contains(id.value())).orElse(false)).toList();
-        assertEquals(1, found.size(), "exactly one program of " + id.value() + " runs " + executable + ": " + found + dump(logs));
-        return found.getFirst();
+    private static String pidNamespace(long pid) {
+        try {
+            return Files.readSymbolicLink(Path.of("/proc", Long.toString(pid), "ns", "pid")).toString();
+        } catch (IOException e) {
+            return "gone";
+        }
+    }
+
+    /** The log directory of the driver's one warm spare, once both its images print that they wait. */
+    private static Path awaitWaitingSpare(Path stateRoot) throws Exception {
+        Path spares = stateRoot.resolve("process/spares");
+        long deadline = System.nanoTime() + READY_WAIT.toNanos();
+        while (System.nanoTime() < deadline) {
+            if (Files.isDirectory(spares)) {
+                try (java.util.stream.Stream<Path> dirs = Files.list(spares)) {
+                    for (Path dir : dirs.toList()) {
+                        if (text(dir.resolve("runtime.log")).contains("{\"spare\":\"waiting\"}")
+                                && text(dir.resolve("supervisor.log")).contains("{\"spare\":\"waiting\"}")) {
+                            return dir;
+                        }
+                    }
+                }
+            }
+            Thread.sleep(100);
+        }
+        fail("no warm spare waited within " + READY_WAIT);
+        return spares;
     }
 
     private static Optional<ProcessHandle> agent(String marker) {

@@ -50,10 +50,12 @@ final class Gateway {
      * @param cli   the CLI command (java, module path, main)
      * @param state the OPENSHELL_HOME of this run
      * @param env   launcher variables for the gateway
+     * @param spares the process driver's warm spares ({@code --driver-setting spares=N})
      */
-    static Gateway start(List<String> cli, Path state, Map<String, String> env) throws IOException, InterruptedException {
+    static Gateway start(List<String> cli, Path state, Map<String, String> env, int spares) throws IOException, InterruptedException {
         List<String> command = new ArrayList<>(cli);
-        command.addAll(List.of("--state", state.toString(), "gateway", "start", "--background", "--port", "0"));
+        command.addAll(List.of("--state", state.toString(), "gateway", "start", "--background", "--port", "0",
+                "--driver-setting", "spares=" + spares));
         try {
             run(command, env, Duration.ofSeconds(120));
         } catch (IOException e) {

@@ -84,8 +84,12 @@ final class ResultsTable {
         for (Object o : records) {
             Map<?, ?> r = (Map<?, ?>) o;
             if (r.get("scenario").equals("lifecycle")) {
-                for (String k : List.of("create_to_running", "exec_first_byte", "stop", "delete")) {
+                for (String k : List.of("create_to_running", "create_to_running_warm_spare", "exec_first_byte",
+                        "exec_first_byte_warm_spare", "stop", "delete")) {
                     Map<?, ?> l = (Map<?, ?>) r.get(k);
+                    if (l == null) {
+                        continue; // a run from before the warm spares
+                    }
                     s.append("| ").append(k.replace('_', ' ')).append(" | ").append(num(l.get("p50_ms"))).append(" | ")
                             .append(num(l.get("p95_ms"))).append(" | ").append(num(l.get("p99_ms"))).append(" |\n");
                 }
