@@ -90,6 +90,8 @@ public final class ServeTraining {
                     "--driver-setting", "run.root=" + run)
                     .redirectErrorStream(true).redirectOutput(gatewayLog.toFile()).start();
             Path logs = null;
+            Rest rest = null;
+            String id = null;
             try {
                 Path endpoint = state.resolve("gateway.json");
                 while (!Files.exists(endpoint) || !text(endpoint).contains("\"url\"")) {
@@ -99,9 +101,9 @@ public final class ServeTraining {
                     check(deadline, "the gateway did not listen", gatewayLog);
                     Thread.sleep(100);
                 }
-                Rest rest = new Rest(URI.create(field(text(endpoint), "url")),
+                rest = new Rest(URI.create(field(text(endpoint), "url")),
                         Files.readString(state.resolve("api-token"), StandardCharsets.US_ASCII).strip());
-                String id = field(rest.call("POST", "/v1/sandboxes", "{\"name\":\"aot-training\",\"policy\":" + quote(policy)
+                id = field(rest.call("POST", "/v1/sandboxes", "{\"name\":\"aot-training\",\"policy\":" + quote(policy)
                         + ",\"agent\":{\"argv\":" + array(agent) + ",\"env\":{}},\"providers\":[],\"workspace\":"
                         + quote(workspace.toString()) + "}"), "id");
                 logs = state.resolve("drivers/process/sandboxes").resolve(id);
@@ -145,6 +147,15 @@ public final class ServeTraining {
                 Files.copy(supervisorCache, supervisorImage.resolve("lib/" + SUPERVISOR + ".aot"), StandardCopyOption.REPLACE_EXISTING);
                 status = 0;
             } finally {
+                if (id != null) {
+                    try {
+                        // The driver's trusted cleanup: the namespace holder, the cgroup and the
+                        // host's id-range slot would otherwise outlive every build.
+                        rest.call("DELETE", "/v1/sandboxes/" + id, null);
+                    } catch (IOException | InterruptedException | RuntimeException e) {
+                        System.err.println("the training sandbox " + id + " could not be deleted: " + e);
+                    }
+                }
                 gateway.destroy();
                 if (!gateway.waitFor(30, java.util.concurrent.TimeUnit.SECONDS)) {
                     gateway.destroyForcibly();

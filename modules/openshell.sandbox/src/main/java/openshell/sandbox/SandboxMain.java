@@ -216,6 +216,7 @@ public final class SandboxMain {
             try (DnsRelay relay = DnsRelay.start(broker, NetworkBroker.DNS_RELAY)) {
                 if (spare) {
                     try {
+                        rehearse();
                         // Started, and waiting for its sandbox (the driver reads this line).
                         System.out.println(SPARE_WAITING);
                         System.out.flush();
@@ -246,6 +247,16 @@ public final class SandboxMain {
                     System.err.println("openshell-sandbox: cannot remove " + runtimeDirectory + ": " + e.getMessage());
                 }
             }
+        }
+    }
+
+    /** A spare runs the launch's cold code once while it waits ({@link openshell.protocol.LaunchRehearsal}). */
+    private static void rehearse() {
+        try {
+            openshell.protocol.LaunchRehearsal.run();
+        } catch (RuntimeException | LinkageError e) {
+            // It only warms up: the real launch runs the same code and reports its own failures.
+            System.err.println("openshell-sandbox: the warm spare's rehearsal failed: " + e);
         }
     }
 

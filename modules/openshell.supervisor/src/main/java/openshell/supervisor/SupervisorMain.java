@@ -72,6 +72,24 @@ import openshell.supervisor.spi.GatewaySessionClient;
  * store before the agent starts.
  */
 public final class SupervisorMain {
+    /** What a spare parses while it waits: every part of a policy a launch's parse meets. */
+    static final String REHEARSAL_POLICY = """
+            version: 1
+            filesystem_policy:
+              read_only: [/usr]
+              read_write: [/tmp]
+            network_policies:
+              rehearsal:
+                endpoints:
+                  - host: rehearsal.invalid
+                    ports: [443]
+                    protocol: rest
+                    rules:
+                      - method: GET
+                        path: /r
+                binaries:
+                  - path: /usr/bin/true
+            """;
     /** The line a warm spare prints once it waits for its late arguments. */
     static final String SPARE_WAITING = "{\"spare\":\"waiting\"}";
     /** Exit status for bad arguments, bundle or policy. */
@@ -91,6 +109,21 @@ public final class SupervisorMain {
     static final openshell.isolation.BackendKey BACKEND = OpenShellRuntimeBackend.KEY;
 
     private SupervisorMain() {
+    }
+
+    /**
+     * A spare runs a launch's cold code once while it waits: the protocol's
+     * ({@link openshell.protocol.LaunchRehearsal}), the policy parser and the backend lookup.
+     */
+    static void rehearse(PrintStream err) {
+        try {
+            openshell.protocol.LaunchRehearsal.run();
+            Policy.parse(REHEARSAL_POLICY.getBytes(StandardCharsets.UTF_8));
+            BackendRegistry.load();
+        } catch (RuntimeException | LinkageError e) {
+            // It only warms up: the real launch runs the same code and reports its own failures.
+            err.println("openshell-supervisor: the warm spare's rehearsal failed: " + e);
+        }
     }
 
     /**
@@ -200,6 +233,7 @@ public final class SupervisorMain {
         UnixPeerPolicy runtimePeer;
         try {
             if (args.contains(Arguments.LATE)) {
+                rehearse(err);
                 // A warm spare: started, and waiting for its sandbox (the driver reads this line).
                 out.println(SPARE_WAITING);
                 out.flush();

@@ -89,6 +89,13 @@ class SupervisorMainTest {
     }
 
     @Test
+    void aSparesRehearsalRunsCleanly() {
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        SupervisorMain.rehearse(new PrintStream(err, true, StandardCharsets.UTF_8));
+        assertEquals("", err.toString(StandardCharsets.UTF_8), "the rehearsal policy parses and every step ran");
+    }
+
+    @Test
     void aRuntimePidThatIsNoRunningProcessFailsTheLaunchBeforeTheBundleIsRead() throws Exception {
         Process gone = new ProcessBuilder("/bin/true").start();
         gone.waitFor();
