@@ -327,6 +327,14 @@ final class ProcessDriver implements ComputeDriver {
      */
     Spare launchSpare() {
         SandboxId name = new SandboxId(SPARE_PREFIX + HexFormat.of().formatHex(randomBytes(6)));
+        Path socket = socket(name);
+        int bytes = socket.toString().getBytes(StandardCharsets.UTF_8).length;
+        if (bytes > MAX_SOCKET_PATH_BYTES) {
+            // A spare's name is longer than a sandbox id: its socket must fit too, or no spare is made.
+            throw new DriverException(Kind.INVALID, "run.root " + runRoot + " is too long for a warm spare: its socket "
+                    + socket + " would be " + bytes + " bytes, over the " + MAX_SOCKET_PATH_BYTES
+                    + " a Unix socket address holds");
+        }
         int slot = slots.take(name);
         Path run = runRoot.resolve(name.value());
         Path logs = spareDir(name);

@@ -388,7 +388,15 @@ class ProcessDriverTest {
         Path next = awaitIdleSpare(warm, 2);
         assertNotEquals(spareDir, next);
 
-        warm.delete(id, p.state());
+        // Stopped and started again, it launches cold in a run directory of its own; the spare's goes.
+        warm.stop(id, p.state());
+        t.cgroup().flatMap(SandboxCgroup::named).ifPresent(c -> assertFalse(Files.exists(c.path()), "stop removed its cgroup"));
+        Provisioned again = warm.start(id, p.state(), plan("warm", Map.of()));
+        assertFalse(Files.exists(runRoot.resolve(spare)), "the spare's run directory is gone");
+        assertEquals(runRoot.resolve("warm").resolve(ProcessDriver.SOCKET_NAME), ProcessTopology.fromState(again.state()).channel());
+        assertEquals(t.slot(), ProcessTopology.fromState(again.state()).slot(), "the same id range, so the workspace stays its own");
+        assertEquals(DriverStatus.Phase.RUNNING, warm.status(id, again.state()).phase());
+        warm.delete(id, again.state());
         assertEquals(DriverStatus.Phase.GONE, warm.status(id, p.state()).phase());
         assertFalse(Files.exists(runRoot.resolve(spare)), "the spare's run directory went with the sandbox");
         assertFalse(Files.exists(workspace));
@@ -437,6 +445,31 @@ class ProcessDriverTest {
         assertNothingOfSpare(spareDir.getFileName().toString(), left);
         Path fresh = awaitIdleSpare(next, 1);
         assertNotEquals(spareDir, fresh);
+    }
+
+    @Test
+    void aRunRootTooLongForASparesSocketMakesNoSpare() throws Exception {
+        // Long enough for a sandbox's socket (sb- and 12 characters) but not a spare's (spare- and 12).
+        String base = tmp.toString() + "/";
+        int pad = ProcessDriver.MAX_SOCKET_PATH_BYTES - base.length() - ("/sb-123456789012/" + ProcessDriver.SOCKET_NAME).length();
+        Path longRoot = Files.createDirectories(Path.of(base + "r".repeat(pad)));
+        Files.setPosixFilePermissions(longRoot, PosixFilePermissions.fromString("rwx--x--x"));
+        ProcessDriver d = new ProcessDriver(new DriverEnvironment(stateRoot, Map.of(
+                "supervisor.launcher", tmp.resolve("bin/supervisor").toString(),
+                "runtime.launcher", tmp.resolve("bin/runtime").toString(), "run.root", longRoot.toString(),
+                "workspace.root", workspaceRoot.toString(), "id.slots", slots.toString(), ProcessDriver.SPARES_SETTING, "1")));
+        cleanups.add(d::close);
+        DriverException e = assertThrows(DriverException.class, d::launchSpare);
+        assertEquals(DriverException.Kind.INVALID, e.kind());
+        assertTrue(e.getMessage().contains("too long for a warm spare"), e.getMessage());
+        try (Stream<Path> left = Files.list(longRoot)) {
+            assertEquals(List.of(), left.filter(f -> f.getFileName().toString().startsWith(ProcessDriver.SPARE_PREFIX)).toList());
+        }
+        // A sandbox still fits, and launches cold.
+        Provisioned p = d.create(plan("sb-123456789012", Map.of()));
+        cleanups.addFirst(() -> d.delete(new SandboxId("sb-123456789012"), p.state()));
+        assertEquals(longRoot.resolve("sb-123456789012").resolve(ProcessDriver.SOCKET_NAME),
+                ProcessTopology.fromState(p.state()).channel());
     }
 
     @Test
