@@ -42,7 +42,7 @@
  * sandbox's, every thread is put back to niceness 0, and the late arguments then the bundles go to
  * the two programs' standard input. The spare keeps its run directory and cgroup name (cgroup v2
  * renames nothing), both recorded in the state; a spare that died is removed and the create
- * launches cold. The next spare starts once the sandbox that took the last is ready. Closing the
+ * launches cold. The next spare starts a second after the sandbox that took the last is ready. Closing the
  * driver removes idle spares; a pool on a state root first sweeps the spares a dead gateway left
  * there (their topology file beside their logs). A spare holds no secret: bundles reach it only
  * when a sandbox takes it.
@@ -59,6 +59,7 @@
  * <tr><td>{@code ProcessDriver.MAX_SPARES}</td><td>4 warm spares</td><td>the setting refused (INVALID)</td></tr>
  * <tr><td>{@code ProcessDriver.MAX_RENICE_PASSES}</td><td>5</td><td>FAILED: the claim is undone, the create launches cold</td></tr>
  * <tr><td>{@code SparePool.REFILL_WAIT}</td><td>10 s</td><td>the next spare starts although the last taken is not ready</td></tr>
+ * <tr><td>{@code SparePool.REFILL_DELAY}</td><td>1 s</td><td>after the last taken is ready, before the next spare starts</td></tr>
  * <tr><td>{@code SparePool.SETTLE_WAIT}</td><td>30 s</td><td>a new spare is put back to niceness 0 anyway</td></tr>
  * <tr><td>{@code SparePool.FAILURE_BACKOFF}</td><td>30 s</td><td>after a spare failed to start, reported</td></tr>
  * <tr><td>{@code SparePool.MAX_LOG_READ}</td><td>64 KiB</td><td>of a log searched for a ready or waiting line</td></tr>

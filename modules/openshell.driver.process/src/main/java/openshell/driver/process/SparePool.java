@@ -19,13 +19,19 @@ import openshell.driver.DriverException;
  * launches cold. One keeper thread starts spares until {@code size} are idle. After a spare is
  * taken the keeper waits until the sandbox it became is ready (its supervisor's ready line), at
  * most {@link #REFILL_WAIT}, so the refill's two JVM starts do not compete with that create for
- * the cores. A spare that fails to start holds the keeper back {@link #FAILURE_BACKOFF}. Closing
+ * the cores, and {@link #REFILL_DELAY} more, past a first exec. A spare that fails to start holds
+ * the keeper back {@link #FAILURE_BACKOFF}. Closing
  * the pool removes the idle spares; a gateway that died with spares idle leaves them to the next
  * pool on the same state root, which sweeps them first.
  */
 final class SparePool implements AutoCloseable {
     /** Longest wait after a spare was taken before the keeper starts the next. */
     static final Duration REFILL_WAIT = Duration.ofSeconds(10);
+    /**
+     * How long after the sandbox that took a spare is ready the next one starts: a user's first
+     * exec comes right after Running, and a niced start still shares the cores' caches and wake-ups.
+     */
+    static final Duration REFILL_DELAY = Duration.ofSeconds(1);
     /** How long the keeper waits after a spare failed to start before it tries again. */
     static final Duration FAILURE_BACKOFF = Duration.ofSeconds(30);
     /** Longest wait for a new spare's programs to wait for their sandbox before it is reniced anyway. */
@@ -46,6 +52,8 @@ final class SparePool implements AutoCloseable {
     /** Guarded by this: the supervisor log of the last sandbox made from a spare, until it is ready. */
     private Path lastClaimed;
     private long lastClaimedAt;
+    /** When the sandbox that took the last spare was seen ready; -1 until then. */
+    private long readyAt = -1;
     private long notBefore;
     private boolean closed;
     private int started;
@@ -74,6 +82,7 @@ final class SparePool implements AutoCloseable {
     synchronized void claimed(Path supervisorLog) {
         lastClaimed = supervisorLog;
         lastClaimedAt = System.nanoTime();
+        readyAt = -1;
         notifyAll();
     }
 
@@ -170,7 +179,13 @@ final class SparePool implements AutoCloseable {
             return false;
         }
         if (lastClaimed != null) {
-            if (now - lastClaimedAt < REFILL_WAIT.toNanos() && !printed(lastClaimed, READY)) {
+            if (readyAt < 0) {
+                if (now - lastClaimedAt < REFILL_WAIT.toNanos() && !printed(lastClaimed, READY)) {
+                    return false;
+                }
+                readyAt = now;
+            }
+            if (now - readyAt < REFILL_DELAY.toNanos()) {
                 return false;
             }
             lastClaimed = null;
