@@ -487,6 +487,31 @@ public final class LaunchBundles {
      */
     public static final int MAX_LATE_ARGUMENT_BYTES = 4096;
 
+    /** The flag that makes a main read its late arguments from standard input before its bundle. */
+    public static final String LATE_ARGUMENTS = "--late-arguments";
+
+    /**
+     * A main's whole command line: {@code args} as given, or, with {@link #LATE_ARGUMENTS} among
+     * them, without it and followed by the late arguments read from {@code in}
+     * ({@link #readLateArguments}), which then holds the bundle that follows them.
+     *
+     * @param args    the command line
+     * @param in      the main's standard input
+     * @param options the options that may come late
+     * @return the arguments to parse
+     * @throws IOException if reading fails
+     * @throws ProtocolException as {@link #readLateArguments}
+     */
+    public static List<String> withLateArguments(List<String> args, InputStream in, Set<String> options) throws IOException {
+        if (!args.contains(LATE_ARGUMENTS)) {
+            return args;
+        }
+        List<String> all = new ArrayList<>(args);
+        all.remove(LATE_ARGUMENTS);
+        all.addAll(readLateArguments(in, options));
+        return all;
+    }
+
     /**
      * Reads the late arguments a warm spare gets before its bundle: arguments its launcher could
      * not know when the program was started ahead of its sandbox (the sandbox id, the generation,

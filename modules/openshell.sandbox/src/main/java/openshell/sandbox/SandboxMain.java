@@ -88,7 +88,7 @@ public final class SandboxMain {
      */
     record LaunchArguments(String sandbox, long generation, String channel, Optional<String> workspace) {
         /** The flag that makes the runtime read {@link #LATE_OPTIONS} from standard input before its bundle. */
-        static final String LATE = "--late-arguments";
+        static final String LATE = LaunchBundles.LATE_ARGUMENTS;
         /** What a warm spare learns only when it is given its sandbox. */
         static final Set<String> LATE_OPTIONS = Set.of("--sandbox", "--generation", "--workspace");
 
@@ -97,13 +97,7 @@ public final class SandboxMain {
          * (which then holds the bundle that follows them).
          */
         static LaunchArguments read(List<String> args, InputStream stdin) throws IOException {
-            if (!args.contains(LATE)) {
-                return parse(args);
-            }
-            List<String> all = new ArrayList<>(args);
-            all.remove(LATE);
-            all.addAll(LaunchBundles.readLateArguments(stdin, LATE_OPTIONS));
-            return parse(all);
+            return parse(LaunchBundles.withLateArguments(args, stdin, LATE_OPTIONS));
         }
 
         static LaunchArguments parse(List<String> args) {

@@ -144,7 +144,7 @@ public final class SupervisorMain {
                 + "with --sandbox and --generation first on standard input)";
 
         /** The flag that makes the supervisor read {@link #LATE_OPTIONS} from standard input before its bundle. */
-        static final String LATE = "--late-arguments";
+        static final String LATE = LaunchBundles.LATE_ARGUMENTS;
         /** What a warm spare learns only when it is given its sandbox. */
         static final Set<String> LATE_OPTIONS = Set.of("--sandbox", "--generation");
 
@@ -153,13 +153,7 @@ public final class SupervisorMain {
          * (which then holds the bundle that follows them).
          */
         static Arguments read(List<String> args, InputStream stdin) throws IOException {
-            if (!args.contains(LATE)) {
-                return parse(args);
-            }
-            List<String> all = new ArrayList<>(args);
-            all.remove(LATE);
-            all.addAll(LaunchBundles.readLateArguments(stdin, LATE_OPTIONS));
-            return parse(all);
+            return parse(LaunchBundles.withLateArguments(args, stdin, LATE_OPTIONS));
         }
 
         static Arguments parse(List<String> args) {
