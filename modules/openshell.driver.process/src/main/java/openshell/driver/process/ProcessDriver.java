@@ -65,7 +65,7 @@ final class ProcessDriver implements ComputeDriver {
     private static final Map<String, String> ENV = Map.of("PATH", "/usr/local/bin:/usr/bin:/bin", "LANG", "C.UTF-8");
     /** Setting: how many warm spares to keep ready (default 0: every create starts its JVMs cold). */
     static final String SPARES_SETTING = "spares";
-    /** The most warm spares one driver keeps: each is two idle JVMs (~170 MiB resident together). */
+    /** The most warm spares one driver keeps: each is two idle JVMs (~145 MiB resident together). */
     static final int MAX_SPARES = 4;
     /** Where idle spares keep their logs and topology, under the driver's state root. */
     static final String SPARES = "spares";
