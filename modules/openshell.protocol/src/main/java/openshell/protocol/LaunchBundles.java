@@ -491,6 +491,12 @@ public final class LaunchBundles {
     public static final String LATE_ARGUMENTS = "--late-arguments";
 
     /**
+     * The line a main started with {@link #LATE_ARGUMENTS} (a warm spare) prints on its standard
+     * output once it is ready and waits for them: the driver that started it reads this line.
+     */
+    public static final String SPARE_WAITING = "{\"spare\":\"waiting\"}";
+
+    /**
      * A main's whole command line: {@code args} as given, or, with {@link #LATE_ARGUMENTS} among
      * them, without it and followed by the late arguments read from {@code in}
      * ({@link #readLateArguments}), which then holds the bundle that follows them.

@@ -33,7 +33,7 @@ import openshell.protocol.Transport;
  * instead of the sandbox, generation and workspace, and reads them from standard input ahead of
  * its bundle ({@link LaunchBundles#readLateArguments}); it brings {@code lo} up, runs the probes and
  * starts the resolver view and the DNS relay first (none of them depends on its sandbox), prints
- * {@link #SPARE_WAITING}, and only then reads. Startup order: no core dumps and non-dumpable (its memory will hold its TLS
+ * {@link LaunchBundles#SPARE_WAITING}, and only then reads. Startup order: no core dumps and non-dumpable (its memory will hold its TLS
  * key), read the runtime launch bundle from standard input, close it, parse it and zero the bytes,
  * bring {@code lo} up, run every probe, install the resolver view and the DNS relay, and only
  * then dial the supervisor's channel and serve the Sandbox Protocol (runtime-initiated: nothing
@@ -70,8 +70,6 @@ public final class SandboxMain {
      * over TLS with this launch's identity.
      */
     static final openshell.protocol.UnixPeerPolicy SUPERVISOR_PEER = peer -> { };
-    /** The line a warm spare prints once it waits for its late arguments. */
-    static final String SPARE_WAITING = "{\"spare\":\"waiting\"}";
     /** What the runtime reports as the enforced policy's digest: it holds no policy, the supervisor does. */
     static final String POLICY_HELD_BY_SUPERVISOR = "held-by-supervisor";
 
@@ -212,7 +210,7 @@ public final class SandboxMain {
                     try {
                         rehearse();
                         // Started, and waiting for its sandbox (the driver reads this line).
-                        System.out.println(SPARE_WAITING);
+                        System.out.println(LaunchBundles.SPARE_WAITING);
                         System.out.flush();
                         launch = readLaunch(args, stdin);
                     } catch (IllegalArgumentException | IOException | ProtocolException e) {

@@ -90,8 +90,6 @@ public final class SupervisorMain {
                 binaries:
                   - path: /usr/bin/true
             """;
-    /** The line a warm spare prints once it waits for its late arguments. */
-    static final String SPARE_WAITING = "{\"spare\":\"waiting\"}";
     /** Exit status for bad arguments, bundle or policy. */
     static final int EXIT_USAGE = 64;
     /** Exit status when the backend, attach, confirm or startAgent fails. */
@@ -229,7 +227,7 @@ public final class SupervisorMain {
             if (args.contains(Arguments.LATE)) {
                 rehearse(err);
                 // A warm spare: started, and waiting for its sandbox (the driver reads this line).
-                out.println(SPARE_WAITING);
+                out.println(LaunchBundles.SPARE_WAITING);
                 out.flush();
             }
             arguments = Arguments.read(args, stdin);

@@ -348,7 +348,10 @@ final class ProcessDriver implements ComputeDriver {
             List<String> args = List.of("--channel", channel.toString(), "--bundle-stdin", SPARE_FLAG);
             List<String> nice = List.of(NamespaceHolder.hostTool("nice").toString(), "-n", Integer.toString(SPARE_NICENESS));
             pair = startPair(ids, channel, logs, SandboxCgroup.of(name), nice, args, args);
-            Files.write(logs.resolve(SPARE_TOPOLOGY), pair.topology(slot).state());
+            // Written beside and renamed: a sweep never reads half a topology.
+            Path written = logs.resolve(SPARE_TOPOLOGY + ".new");
+            Files.write(written, pair.topology(slot).state());
+            Files.move(written, logs.resolve(SPARE_TOPOLOGY), StandardCopyOption.ATOMIC_MOVE);
             return new Spare(name, slot, pair);
         } catch (IOException | RuntimeException e) {
             if (pair != null) {
@@ -390,12 +393,10 @@ final class ProcessDriver implements ComputeDriver {
             transferred = true;
             String workspace = workspace(id, pair.ids(), plan);
             String generation = Long.toString(plan.runtimeGeneration());
-            boolean waited = waiting(state);
             long unniced = System.nanoTime();
             unnice(pair);
-            System.err.println("openshell process driver: warm spare " + spare.name() + " given to " + id + " ("
-                    + (waited ? "both waiting" : "still starting") + ", reniced in "
-                    + (System.nanoTime() - unniced) / 1_000_000 + " ms)");
+            System.err.println("openshell process driver: warm spare " + spare.name() + " given to " + id
+                    + " (reniced in " + (System.nanoTime() - unniced) / 1_000_000 + " ms)");
             feed(pair.runtime(), late(List.of("--sandbox", id.value(), "--generation", generation, "--workspace", workspace)),
                     plan.material().runtimeBundle(), "sandbox runtime");
             feed(pair.supervisor(), late(List.of("--sandbox", id.value(), "--generation", generation)),
@@ -521,23 +522,41 @@ final class ProcessDriver implements ComputeDriver {
                     continue;
                 }
                 found++;
-                SandboxId spare = new SandboxId(name);
-                Path topology = dir.resolve(SPARE_TOPOLOGY);
-                if (Files.exists(topology)) {
-                    ProcessTopology t = ProcessTopology.fromState(Files.readAllBytes(topology));
-                    killSupervisor(t);
-                    holder(t).ifPresent(NamespaceHolder::kill);
+                try {
+                    sweepSpare(dir, new SandboxId(name));
+                } catch (RuntimeException e) {
+                    // One spare that cannot be removed must not keep the driver, and its gateway, from starting.
+                    System.err.println("openshell process driver: cannot remove left warm spare " + name + ": " + e.getMessage());
                 }
-                // Without a topology (a crash while it started) its cgroup still holds its runtime.
-                SandboxCgroup.of(spare).ifPresent(ProcessDriver::removeQuietly);
-                removeQuietly(runRoot.resolve(name));
-                remove(dir);
-                slots.releaseAll(spare);
             }
         } catch (IOException e) {
             throw new DriverException(Kind.FAILED, "cannot sweep the spares in " + spares + ": " + e.getMessage(), e);
         }
         return found;
+    }
+
+    /** Removes one left spare: its processes, cgroup, run and log directories, and slot. */
+    private void sweepSpare(Path dir, SandboxId spare) {
+        try {
+            killSpare(dir.resolve(SPARE_TOPOLOGY));
+        } catch (IOException | RuntimeException e) {
+            // A topology cut short (a crash while it was written): its cgroup still holds its processes.
+            System.err.println("openshell process driver: left warm spare " + spare
+                    + " has an unreadable topology (" + e.getMessage() + "); removing it by its cgroup");
+        }
+        SandboxCgroup.of(spare).ifPresent(ProcessDriver::removeQuietly);
+        removeQuietly(runRoot.resolve(spare.value()));
+        remove(dir);
+        slots.releaseAll(spare);
+    }
+
+    /** Kills the supervisor and holder a left spare's topology file names, if it has one. */
+    private void killSpare(Path topology) throws IOException {
+        if (Files.exists(topology)) {
+            ProcessTopology t = ProcessTopology.fromState(Files.readAllBytes(topology));
+            killSupervisor(t);
+            holder(t).ifPresent(NamespaceHolder::kill);
+        }
     }
 
     private Path spareDir(SandboxId name) {

@@ -54,7 +54,8 @@ final class SparePool implements AutoCloseable {
     private long lastClaimedAt;
     /** When the sandbox that took the last spare was seen ready; -1 until then. */
     private long readyAt = -1;
-    private long notBefore;
+    /** The keeper starts no spare before this {@link System#nanoTime()}: a failure's backoff. */
+    private long notBefore = System.nanoTime();
     private boolean closed;
     private int started;
 
@@ -98,17 +99,12 @@ final class SparePool implements AutoCloseable {
 
     private void keep() {
         while (true) {
-            synchronized (this) {
-                try {
-                    while (!closed && !wanted()) {
-                        wait(READY_POLL.toMillis());
-                    }
-                } catch (InterruptedException e) {
+            try {
+                if (!awaitWanted()) {
                     return;
                 }
-                if (closed) {
-                    return;
-                }
+            } catch (InterruptedException e) {
+                return;
             }
             ProcessDriver.Spare spare;
             try {
@@ -172,25 +168,50 @@ final class SparePool implements AutoCloseable {
         }
     }
 
-    /** Whether the keeper should start a spare now; called holding the lock. */
-    private boolean wanted() {
-        long now = System.nanoTime();
-        if (idle.size() >= size || now - notBefore < 0) {
-            return false;
-        }
-        if (lastClaimed != null) {
-            if (readyAt < 0) {
-                if (now - lastClaimedAt < REFILL_WAIT.toNanos() && !printed(lastClaimed, READY)) {
+    /**
+     * Waits until the keeper should start a spare: fewer than {@code size} idle, no failure backoff,
+     * and the sandbox that took the last spare ready {@link #REFILL_DELAY} ago (or taken
+     * {@link #REFILL_WAIT} ago). The ready line is read outside the lock, so a create taking a
+     * spare never waits on a file read.
+     *
+     * @return false once the pool is closed
+     */
+    private boolean awaitWanted() throws InterruptedException {
+        while (true) {
+            Path unready = null;
+            synchronized (this) {
+                if (closed) {
                     return false;
                 }
-                readyAt = now;
+                long now = System.nanoTime();
+                if (idle.size() < size && now - notBefore >= 0) {
+                    if (lastClaimed == null) {
+                        return true;
+                    }
+                    if (readyAt < 0 && now - lastClaimedAt >= REFILL_WAIT.toNanos()) {
+                        readyAt = now;
+                    }
+                    if (readyAt < 0) {
+                        unready = lastClaimed;
+                    } else if (now - readyAt >= REFILL_DELAY.toNanos()) {
+                        lastClaimed = null;
+                        return true;
+                    }
+                }
+                if (unready == null) {
+                    wait(READY_POLL.toMillis());
+                    continue;
+                }
             }
-            if (now - readyAt < REFILL_DELAY.toNanos()) {
-                return false;
+            boolean ready = printed(unready, READY);
+            synchronized (this) {
+                if (ready && lastClaimed == unready && readyAt < 0) {
+                    readyAt = System.nanoTime();
+                } else if (!ready && !closed) {
+                    wait(READY_POLL.toMillis());
+                }
             }
-            lastClaimed = null;
         }
-        return true;
     }
 
     /**

@@ -447,6 +447,31 @@ class ProcessDriverTest {
         assertNotEquals(spareDir, fresh);
     }
 
+    /**
+     * A left spare whose topology cannot be read (cut short) keeps no driver from starting: it is
+     * removed by its name (cgroup, run and log directories, slot) and reported.
+     */
+    @Test
+    void aLeftSpareWithAnUnreadableTopologyIsSweptAndTheDriverStillStarts() throws Exception {
+        ProcessDriver first = withSpares(1);
+        Path spareDir = awaitIdleSpare(first, 1);
+        Path topology = spareDir.resolve(ProcessDriver.SPARE_TOPOLOGY);
+        byte[] whole = Files.readAllBytes(topology);
+        ProcessTopology left = ProcessTopology.fromState(whole);
+        Files.write(topology, java.util.Arrays.copyOf(whole, whole.length / 2));
+        assertThrows(RuntimeException.class, () -> ProcessTopology.fromState(Files.readAllBytes(topology)),
+                "the topology really is unreadable");
+        String name = spareDir.getFileName().toString();
+        ProcessDriver next = withSpares(1);
+        assertFalse(Files.exists(spareDir), "its logs are gone");
+        assertFalse(Files.exists(runRoot.resolve(name)), "its run directory is gone");
+        assertFalse(Files.exists(slots.resolve(Integer.toString(left.slot()))) && Files.readString(
+                slots.resolve(Integer.toString(left.slot()))).contains("\n" + name + "\n"), "its id range is free");
+        left.cgroup().flatMap(SandboxCgroup::named).ifPresent(c -> assertFalse(Files.exists(c.path()), "its cgroup is gone"));
+        Path fresh = awaitIdleSpare(next, 1);
+        assertNotEquals(spareDir, fresh);
+    }
+
     @Test
     void aRunRootTooLongForASparesSocketMakesNoSpare() throws Exception {
         // Long enough for a sandbox's socket (sb- and 12 characters) but not a spare's (spare- and 12).
