@@ -44,7 +44,8 @@
  * renames nothing), both recorded in the state; a spare that died is removed and the create
  * launches cold. The next spare starts a second after the sandbox that took the last is ready. Closing the
  * driver removes idle spares; a pool on a state root first sweeps the spares a dead gateway left
- * there (their topology file beside their logs). A spare holds no secret: bundles reach it only
+ * there (by the topology file beside their logs, or without one by their id range's user
+ * namespace). A spare holds no secret: bundles reach it only
  * when a sandbox takes it.
  *
  * <table>

@@ -535,19 +535,70 @@ final class ProcessDriver implements ComputeDriver {
         return found;
     }
 
-    /** Removes one left spare: its processes, cgroup, run and log directories, and slot. */
+    /**
+     * Removes one left spare: its processes, cgroup, run and log directories, and slot. Its
+     * topology names its holder and supervisor; without one (never written, or unreadable) every
+     * process in a user namespace mapped to the spare's id ranges is killed, which takes the
+     * holder and the runtime. Its supervisor, a host process, ends on its own when the standard
+     * input the dead gateway held reaches its end.
+     */
     private void sweepSpare(Path dir, SandboxId spare) {
         try {
             killSpare(dir.resolve(SPARE_TOPOLOGY));
         } catch (IOException | RuntimeException e) {
-            // A topology cut short (a crash while it was written): its cgroup still holds its processes.
             System.err.println("openshell process driver: left warm spare " + spare
-                    + " has an unreadable topology (" + e.getMessage() + "); removing it by its cgroup");
+                    + " has an unreadable topology (" + e.getMessage() + "); removing it by its id range");
+        }
+        for (int slot : slots.held(spare)) {
+            killMappedTo(IdRange.slot(slot));
         }
         SandboxCgroup.of(spare).ifPresent(ProcessDriver::removeQuietly);
         removeQuietly(runRoot.resolve(spare.value()));
         remove(dir);
         slots.releaseAll(spare);
+    }
+
+    /**
+     * Kills every process whose user namespace maps id 0 to {@code ids}: only that range's
+     * sandbox (or spare) can have one, as ranges never overlap and a nested namespace maps into
+     * its parent's range.
+     *
+     * @return how many were killed (each waited for, at most {@link NamespaceHolder#KILL_TIMEOUT} in all)
+     */
+    static int killMappedTo(IdRange ids) {
+        List<ProcessHandle> killed = new ArrayList<>();
+        try (java.util.stream.Stream<Path> procs = Files.list(Path.of("/proc"))) {
+            for (Path proc : procs.toList()) {
+                String name = proc.getFileName().toString();
+                if (!name.chars().allMatch(Character::isDigit)) {
+                    continue;
+                }
+                try {
+                    String[] first = Files.readString(proc.resolve("uid_map"), StandardCharsets.US_ASCII)
+                            .lines().findFirst().orElse("").trim().split("\\s+");
+                    if (first.length == 3 && first[0].equals("0") && first[1].equals(Long.toString(ids.first()))) {
+                        ProcessHandle.of(Long.parseLong(name)).filter(ProcessHandle::destroyForcibly).ifPresent(killed::add);
+                    }
+                } catch (IOException | NumberFormatException ended) {
+                    // the process ended meanwhile
+                }
+            }
+        } catch (IOException e) {
+            throw new DriverException(Kind.FAILED, "cannot list /proc: " + e.getMessage(), e);
+        }
+        long deadline = System.nanoTime() + NamespaceHolder.KILL_TIMEOUT.toNanos();
+        for (ProcessHandle p : killed) {
+            try {
+                p.onExit().get(Math.max(0, deadline - System.nanoTime()), java.util.concurrent.TimeUnit.NANOSECONDS);
+            } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+                throw new DriverException(Kind.FAILED, "process " + p.pid() + " in id range " + ids.first()
+                        + " did not end within " + NamespaceHolder.KILL_TIMEOUT, e);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new DriverException(Kind.FAILED, "interrupted while killing id range " + ids.first(), e);
+            }
+        }
+        return killed.size();
     }
 
     /** Kills the supervisor and holder a left spare's topology file names, if it has one. */

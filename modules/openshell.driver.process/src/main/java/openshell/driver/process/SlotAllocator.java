@@ -5,6 +5,8 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 
 import openshell.driver.DriverException;
 import openshell.driver.DriverException.Kind;
@@ -83,21 +85,30 @@ final class SlotAllocator {
         }
     }
 
-    /** Releases every slot {@code owner} holds (a spare whose slot number was never recorded). */
-    void releaseAll(SandboxId owner) {
+    /** @return the slots {@code owner} holds (a spare whose slot number was never recorded) */
+    List<Integer> held(SandboxId owner) {
         if (!Files.isDirectory(slots)) {
-            return;
+            return List.of();
         }
+        List<Integer> held = new ArrayList<>();
         try (java.util.stream.Stream<Path> files = Files.list(slots)) {
             for (Path file : files.toList()) {
                 String name = file.getFileName().toString();
-                if (name.chars().allMatch(Character::isDigit)
+                if (!name.isEmpty() && name.length() < 10 && name.chars().allMatch(Character::isDigit)
                         && Files.readString(file, StandardCharsets.UTF_8).equals(owner(owner))) {
-                    Files.delete(file);
+                    held.add(Integer.parseInt(name));
                 }
             }
         } catch (IOException e) {
-            throw new DriverException(Kind.FAILED, "cannot release the id ranges of " + owner + ": " + e.getMessage(), e);
+            throw new DriverException(Kind.FAILED, "cannot list the id ranges of " + owner + ": " + e.getMessage(), e);
+        }
+        return held;
+    }
+
+    /** Releases every slot {@code owner} holds. */
+    void releaseAll(SandboxId owner) {
+        for (int slot : held(owner)) {
+            release(slot, owner);
         }
     }
 

@@ -449,7 +449,8 @@ class ProcessDriverTest {
 
     /**
      * A left spare whose topology cannot be read (cut short) keeps no driver from starting: it is
-     * removed by its name (cgroup, run and log directories, slot) and reported.
+     * removed by its name and id range (holder and runtime, cgroup, run and log directories, slot)
+     * and reported.
      */
     @Test
     void aLeftSpareWithAnUnreadableTopologyIsSweptAndTheDriverStillStarts() throws Exception {
@@ -462,7 +463,10 @@ class ProcessDriverTest {
         assertThrows(RuntimeException.class, () -> ProcessTopology.fromState(Files.readAllBytes(topology)),
                 "the topology really is unreadable");
         String name = spareDir.getFileName().toString();
+        ProcessTopology bystander = ProcessTopology.fromState(create("bystander").state());
         ProcessDriver next = withSpares(1);
+        assertTrue(dead(left.holderPid()), "its holder, found by its id range, is gone");
+        assertFalse(dead(bystander.holderPid()), "a sandbox in another id range is untouched");
         assertFalse(Files.exists(spareDir), "its logs are gone");
         assertFalse(Files.exists(runRoot.resolve(name)), "its run directory is gone");
         assertFalse(Files.exists(slots.resolve(Integer.toString(left.slot()))) && Files.readString(
