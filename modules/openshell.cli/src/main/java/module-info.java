@@ -22,6 +22,7 @@
  * <tr><td>{@code ExecStream.OUTPUT_WINDOW}</td><td>16 KiB</td><td>the gateway waits until the CLI wrote output out</td></tr>
  * <tr><td>{@code ExecStream.STDIN_CHUNK}</td><td>8 KiB</td><td>stdin is sent in chunks of at most this</td></tr>
  * <tr><td>{@code ExecStream.START_TIMEOUT_SECONDS}</td><td>60 s</td><td>the exec fails (exit 1) if not started</td></tr>
+ * <tr><td>{@code ExecStream.MAX_MISSED_HEARTBEATS}</td><td>6 (60 s at the gateway's 10 s)</td><td>a gateway silent longer is taken as a lost connection: the exec ends from this side, exit 1 with the reason</td></tr>
  * <tr><td>{@code PortForward.MAX_CONNECTIONS}</td><td>32</td><td>{@code sandbox forward} closes a further local connection at once, with a line on stderr</td></tr>
  * <tr><td>{@code LocalTerminal.RESIZE_POLL_MILLIS}</td><td>500 ms</td><td>a resize reaches the remote terminal within this</td></tr>
  * <tr><td>{@code LocalTerminal.STTY_TIMEOUT_SECONDS}</td><td>5 s</td><td>stty is killed; no raw mode or size</td></tr>

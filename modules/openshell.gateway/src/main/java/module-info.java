@@ -81,6 +81,7 @@
  * <tr><td>{@code LaunchSpec.MAX_PROVIDERS}</td><td>32</td><td>create refused (400)</td></tr>
  * <tr><td>{@code SandboxApi.MAX_EXEC_STDIN_BYTES}</td><td>32 KiB</td><td>exec refused (400)</td></tr>
  * <tr><td>{@code SandboxApi.EXEC_HEARTBEAT}</td><td>10 s</td><td>an empty {@code {}} line on a quiet exec stream</td></tr>
+ * <tr><td>{@code ExecEndpoint.HEARTBEAT}</td><td>10 s</td><td>a {@code heartbeat} frame on a quiet gRPC exec stream, announced in {@code ExecStarted}</td></tr>
  * <tr><td>{@code SessionHub.HELLO_TIMEOUT}</td><td>10 s</td><td>a stream without a hello is closed</td></tr>
  * <tr><td>{@code SessionHub.POLICY_TIMEOUT}</td><td>30 s</td><td>policy set answers 503, nothing recorded</td></tr>
  * <tr><td>{@code SessionHub.ACK_TIMEOUT}</td><td>30 s</td><td>an unacknowledged refresh ends the session</td></tr>

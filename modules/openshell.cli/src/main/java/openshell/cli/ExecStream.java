@@ -42,6 +42,13 @@ final class ExecStream {
     static final long START_TIMEOUT_SECONDS = 60;
     /** After the CLI ends the stream itself, the longest wait for the gateway to end it too (the exec terminated). */
     static final java.time.Duration CANCEL_WAIT = java.time.Duration.ofSeconds(2);
+    /**
+     * Heartbeat intervals a gateway that announced heartbeats ({@code ExecStarted.heartbeat_millis})
+     * may stay silent before the CLI takes the connection as lost and ends the exec with an error.
+     */
+    static final int MAX_MISSED_HEARTBEATS = 6;
+    /** How often {@link #await()} looks for a lost connection. */
+    static final java.time.Duration SILENCE_CHECK = java.time.Duration.ofSeconds(1);
 
     /**
      * Helidon's gRPC client logs a routine read-poll timeout as SEVERE; the CLI's stderr belongs
@@ -62,14 +69,23 @@ final class ExecStream {
     private final StdinCredit stdinCredit = new StdinCredit();
     private final CompletableFuture<Integer> started = new CompletableFuture<>();
     private final CompletableFuture<Outcome> outcome = new CompletableFuture<>();
+    /** The gateway's announced heartbeat interval in nanoseconds; 0 while none was announced. */
+    private volatile long heartbeatNanos;
+    /** When a frame last arrived or was last written out ({@link System#nanoTime()}). */
+    private volatile long lastFrame = System.nanoTime();
+    /** Whether a frame is being written out: a slow local reader is no silence of the gateway's. */
+    private volatile boolean handling;
 
     private ExecStream(Channel channel, ExecStart start, OutputStream stdout, OutputStream stderr) {
         StreamObserver<ExecServerFrame> responses = new StreamObserver<>() {
             @Override
             public void onNext(ExecServerFrame f) {
+                handling = true;
+                lastFrame = System.nanoTime();
                 try {
                     switch (f.getKindCase()) {
                         case STARTED -> {
+                            heartbeatNanos = TimeUnit.MILLISECONDS.toNanos(Integer.toUnsignedLong(f.getStarted().getHeartbeatMillis()));
                             stdinCredit.grant(f.getStarted().getStdinWindow());
                             started.complete(f.getStarted().getStdinWindow());
                         }
@@ -78,11 +94,14 @@ final class ExecStream {
                         case STDIN_CREDIT -> stdinCredit.grant(f.getStdinCredit());
                         case EXIT_CODE -> end(new Outcome(Optional.of(f.getExitCode()), Optional.empty()));
                         case ERROR -> end(new Outcome(Optional.empty(), Optional.of(f.getError())));
-                        case KIND_NOT_SET -> { }
+                        case HEARTBEAT, KIND_NOT_SET -> { }
                     }
                 } catch (IOException e) {
                     end(new Outcome(Optional.empty(), Optional.of("cannot write output: " + e.getMessage())));
                     cancel();
+                } finally {
+                    lastFrame = System.nanoTime();
+                    handling = false;
                 }
             }
 
@@ -213,13 +232,33 @@ final class ExecStream {
         send(ExecClientFrame.newBuilder().setSignal(number).build());
     }
 
-    /** @return the exit code or the error, once the stream ended */
+    /**
+     * @return the exit code or the error, once the stream ended; an error, and the exec ended from
+     *         this side, once a gateway that announced heartbeats stayed silent longer than
+     *         {@link #MAX_MISSED_HEARTBEATS} of them (the connection is lost, the command's end unknown)
+     */
     Outcome await() throws InterruptedException {
-        try {
-            return outcome.get();
-        } catch (ExecutionException e) {
-            return new Outcome(Optional.empty(), Optional.of(e.getCause().getMessage()));
+        while (true) {
+            Optional<Outcome> ended = await(SILENCE_CHECK);
+            if (ended.isPresent()) {
+                return ended.get();
+            }
+            long heartbeat = heartbeatNanos;
+            if (!handling && lost(lastFrame, heartbeat, System.nanoTime())) {
+                end(new Outcome(Optional.empty(), Optional.of("the gateway sent nothing for "
+                        + TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - lastFrame) + " s, though it sends a heartbeat every "
+                        + TimeUnit.NANOSECONDS.toMillis(heartbeat) + " ms: the connection is lost and how the command ended is unknown")));
+            }
         }
+    }
+
+    /**
+     * @return whether a gateway that announced a heartbeat every {@code heartbeatNanos} (0: none)
+     *         and last sent a frame at {@code lastFrame} has missed more than
+     *         {@link #MAX_MISSED_HEARTBEATS} of them by {@code now}
+     */
+    static boolean lost(long lastFrame, long heartbeatNanos, long now) {
+        return heartbeatNanos > 0 && now - lastFrame > MAX_MISSED_HEARTBEATS * heartbeatNanos;
     }
 
     /**

@@ -42,8 +42,13 @@ final class ExecEndpoint extends SandboxExecGrpc.SandboxExecImplBase {
     static final int MAX_OUTPUT_PIECE = 8 * 1024;
     /** Highest TCP port a forward may name. */
     static final int MAX_PORT = 65535;
-    /** How often the relay checks that its caller is still there while no output comes. */
+    /** How often the relay looks again for an event while none comes (and for a heartbeat due). */
     static final Duration POLL = Duration.ofSeconds(1);
+    /**
+     * Longest silence towards the caller: after it a heartbeat frame goes out (announced in
+     * {@code ExecStarted.heartbeat_millis}), so the caller tells a quiet command from a lost connection.
+     */
+    static final Duration HEARTBEAT = SandboxApi.EXEC_HEARTBEAT;
 
     private final SandboxApi sandboxes;
     private final SessionHub sessions;
@@ -67,6 +72,8 @@ final class ExecEndpoint extends SandboxExecGrpc.SandboxExecImplBase {
         private int clientWindow;
         private long clientCredit;
         private boolean finished;
+        /** When the last frame went to the caller ({@link System#nanoTime()}). */
+        private volatile long lastSent = System.nanoTime();
 
         Relay(StreamObserver<ExecServerFrame> out) {
             this.out = out;
@@ -121,7 +128,8 @@ final class ExecEndpoint extends SandboxExecGrpc.SandboxExecImplBase {
             }
             exec.set(relay);
             send(ExecServerFrame.newBuilder().setStarted(ExecStarted.newBuilder()
-                    .setStdinWindow(SessionExec.STDIN_WINDOW).setOutputWindow(clientWindow)).build());
+                    .setStdinWindow(SessionExec.STDIN_WINDOW).setOutputWindow(clientWindow)
+                    .setHeartbeatMillis((int) HEARTBEAT.toMillis())).build());
             Thread.ofVirtual().name("exec-relay-" + relay.execId).start(() -> pump(relay));
         }
 
@@ -162,6 +170,9 @@ final class ExecEndpoint extends SandboxExecGrpc.SandboxExecImplBase {
                 while (!isFinished()) {
                     Optional<RemoteExecEvent> next = relay.next(POLL);
                     if (next.isEmpty()) {
+                        if (System.nanoTime() - lastSent >= HEARTBEAT.toNanos()) {
+                            send(ExecServerFrame.newBuilder().setHeartbeat(true).build());
+                        }
                         continue;
                     }
                     RemoteExecEvent e = next.get();
@@ -240,6 +251,7 @@ final class ExecEndpoint extends SandboxExecGrpc.SandboxExecImplBase {
             synchronized (out) {
                 if (!isFinished()) {
                     out.onNext(frame);
+                    lastSent = System.nanoTime();
                 }
             }
         }

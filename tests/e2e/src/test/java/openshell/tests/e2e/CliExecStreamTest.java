@@ -22,8 +22,16 @@ import java.util.Random;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 
+import io.grpc.stub.StreamObserver;
+import io.helidon.common.tls.Tls;
+import io.helidon.webclient.grpc.GrpcClient;
+import openshell.protocol.exec.ExecClientFrame;
+import openshell.protocol.exec.ExecServerFrame;
+import openshell.protocol.exec.ExecStart;
+import openshell.protocol.exec.SandboxExecGrpc;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -79,6 +87,56 @@ class CliExecStreamTest {
             Cli.run(state, env, "sandbox", "delete", "io");
             Cli.run(state, env, "gateway", "stop");
         }
+    }
+
+    /**
+     * A silent command's stream shows it is alive: the gateway announces its heartbeat in the
+     * started frame and sends one only after that long without another frame, then the exit.
+     * (The CLI takes more than {@code ExecStream.MAX_MISSED_HEARTBEATS} missed as a lost connection.)
+     */
+    @Test
+    void aSilentExecIsKeptAliveByHeartbeatsAfterEachQuietInterval() throws Exception {
+        String url = GatewayUnderTest.parse(Files.readString(state.resolve("gateway.json"))).getString("url");
+        String token = Files.readString(state.resolve("api-token")).strip();
+        GrpcClient client = GrpcClient.builder().baseUri(url).tls(Tls.builder().enabled(false).build()).build();
+        record Frame(long at, ExecServerFrame frame) {
+        }
+        List<Frame> frames = new CopyOnWriteArrayList<>();
+        CompletableFuture<Throwable> ended = new CompletableFuture<>();
+        StreamObserver<ExecClientFrame> requests = SandboxExecGrpc.newStub(client.channel()).exec(new StreamObserver<>() {
+            @Override
+            public void onNext(ExecServerFrame f) {
+                frames.add(new Frame(System.nanoTime(), f));
+            }
+
+            @Override
+            public void onError(Throwable t) {
+                ended.complete(t);
+            }
+
+            @Override
+            public void onCompleted() {
+                ended.complete(null);
+            }
+        });
+        requests.onNext(ExecClientFrame.newBuilder().setStart(ExecStart.newBuilder().setApiToken(token).setSandbox("io")
+                .addArgv("/bin/sleep").addArgv("25").setOutputWindow(64 * 1024)).build());
+        assertEquals(null, ended.get(WAIT_SECONDS, TimeUnit.SECONDS), "the stream ended without an error");
+        requests.onCompleted();
+        long interval = frames.getFirst().frame().getStarted().getHeartbeatMillis();
+        assertEquals(10_000, interval, "the started frame announces the heartbeat: " + frames);
+        assertEquals(ExecServerFrame.KindCase.EXIT_CODE, frames.getLast().frame().getKindCase(), frames.toString());
+        assertEquals(0, frames.getLast().frame().getExitCode());
+        long beats = 0;
+        for (int i = 1; i < frames.size(); i++) {
+            if (frames.get(i).frame().getHeartbeat()) {
+                beats++;
+                long quiet = TimeUnit.NANOSECONDS.toMillis(frames.get(i).at() - frames.get(i - 1).at());
+                // Sent after the interval of silence; the client's clock may see it up to ~0.5 s early.
+                assertTrue(quiet >= interval - 500, "a heartbeat after only " + quiet + " ms of silence");
+            }
+        }
+        assertTrue(beats >= 2, "25 s of silence brings a heartbeat at ~10 and ~20 s: " + beats + " in " + frames);
     }
 
     @Test
