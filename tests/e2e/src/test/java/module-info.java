@@ -29,4 +29,6 @@ open module openshell.tests.e2e {
     requires com.google.protobuf;
     requires io.helidon.common.tls;
     requires io.helidon.webclient.grpc;
+    requires io.helidon.webserver;
+    requires io.helidon.webserver.grpc;
 }
