@@ -22,7 +22,6 @@ import java.util.Random;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 
 import io.grpc.stub.StreamObserver;
@@ -99,37 +98,20 @@ class CliExecStreamTest {
         String url = GatewayUnderTest.parse(Files.readString(state.resolve("gateway.json"))).getString("url");
         String token = Files.readString(state.resolve("api-token")).strip();
         GrpcClient client = GrpcClient.builder().baseUri(url).tls(Tls.builder().enabled(false).build()).build();
-        record Frame(long at, ExecServerFrame frame) {
-        }
-        List<Frame> frames = new CopyOnWriteArrayList<>();
-        CompletableFuture<Throwable> ended = new CompletableFuture<>();
-        StreamObserver<ExecClientFrame> requests = SandboxExecGrpc.newStub(client.channel()).exec(new StreamObserver<>() {
-            @Override
-            public void onNext(ExecServerFrame f) {
-                frames.add(new Frame(System.nanoTime(), f));
-            }
-
-            @Override
-            public void onError(Throwable t) {
-                ended.complete(t);
-            }
-
-            @Override
-            public void onCompleted() {
-                ended.complete(null);
-            }
-        });
+        StreamRecorder<ExecServerFrame> recorder = new StreamRecorder<>();
+        StreamObserver<ExecClientFrame> requests = SandboxExecGrpc.newStub(client.channel()).exec(recorder);
         requests.onNext(ExecClientFrame.newBuilder().setStart(ExecStart.newBuilder().setApiToken(token).setSandbox("io")
                 .addArgv("/bin/sleep").addArgv("25").setOutputWindow(64 * 1024)).build());
-        assertEquals(null, ended.get(WAIT_SECONDS, TimeUnit.SECONDS), "the stream ended without an error");
+        assertEquals(null, recorder.ended().get(WAIT_SECONDS, TimeUnit.SECONDS), "the stream ended without an error");
         requests.onCompleted();
-        long interval = frames.getFirst().frame().getStarted().getHeartbeatMillis();
+        List<StreamRecorder.Arrival<ExecServerFrame>> frames = recorder.arrivals();
+        long interval = frames.getFirst().message().getStarted().getHeartbeatMillis();
         assertEquals(10_000, interval, "the started frame announces the heartbeat: " + frames);
-        assertEquals(ExecServerFrame.KindCase.EXIT_CODE, frames.getLast().frame().getKindCase(), frames.toString());
-        assertEquals(0, frames.getLast().frame().getExitCode());
+        assertEquals(ExecServerFrame.KindCase.EXIT_CODE, frames.getLast().message().getKindCase(), frames.toString());
+        assertEquals(0, frames.getLast().message().getExitCode());
         long beats = 0;
         for (int i = 1; i < frames.size(); i++) {
-            if (frames.get(i).frame().getHeartbeat()) {
+            if (frames.get(i).message().getHeartbeat()) {
                 beats++;
                 long quiet = TimeUnit.NANOSECONDS.toMillis(frames.get(i).at() - frames.get(i - 1).at());
                 // Sent after the interval of silence; the client's clock may see it up to ~0.5 s early.

@@ -3,8 +3,6 @@ package openshell.tests.e2e;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 
 import io.grpc.StatusRuntimeException;
@@ -76,38 +74,22 @@ final class SessionIntruder {
      */
     static Attempt hello(String gatewayUrl, String sandboxId, long generation, String token) throws Exception {
         GrpcClient client = GrpcClient.builder().baseUri(gatewayUrl).tls(Tls.builder().enabled(false).build()).build();
-        List<GatewayMessage> received = new CopyOnWriteArrayList<>();
-        CompletableFuture<Throwable> ended = new CompletableFuture<>();
-        StreamObserver<SupervisorMessage> out = GatewaySessionGrpc.newStub(client.channel()).open(new StreamObserver<>() {
-            @Override
-            public void onNext(GatewayMessage m) {
-                received.add(m);
-            }
-
-            @Override
-            public void onError(Throwable t) {
-                ended.complete(t);
-            }
-
-            @Override
-            public void onCompleted() {
-                ended.complete(null);
-            }
-        });
+        StreamRecorder<GatewayMessage> received = new StreamRecorder<>();
+        StreamObserver<SupervisorMessage> out = GatewaySessionGrpc.newStub(client.channel()).open(received);
         out.onNext(SupervisorMessage.newBuilder().setHello(SessionHello.newBuilder().setGatewayToken(token)
                 .setSandboxId(sandboxId).setRuntimeGeneration(generation)).build());
         Throwable ending;
         try {
-            ending = ended.get(ANSWER_SECONDS, TimeUnit.SECONDS);
+            ending = received.ended().get(ANSWER_SECONDS, TimeUnit.SECONDS);
         } catch (java.util.concurrent.TimeoutException e) {
             ending = new AssertionError("the gateway kept the intruder's stream open for " + ANSWER_SECONDS
-                    + " s after " + received.size() + " message(s)");
+                    + " s after " + received.messages().size() + " message(s)");
             try {
                 out.onCompleted();
             } catch (RuntimeException ignored) {
                 // Closing our own end only.
             }
         }
-        return new Attempt(List.copyOf(received), ending);
+        return new Attempt(received.messages(), ending);
     }
 }
