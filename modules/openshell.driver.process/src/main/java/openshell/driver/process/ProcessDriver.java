@@ -543,14 +543,17 @@ final class ProcessDriver implements ComputeDriver {
      * input the dead gateway held reaches its end.
      */
     private void sweepSpare(Path dir, SandboxId spare) {
+        boolean killed = false;
         try {
-            killSpare(dir.resolve(SPARE_TOPOLOGY));
+            killed = killSpare(dir.resolve(SPARE_TOPOLOGY));
         } catch (IOException | RuntimeException e) {
             System.err.println("openshell process driver: left warm spare " + spare
                     + " has an unreadable topology (" + e.getMessage() + "); removing it by its id range");
         }
-        for (int slot : slots.held(spare)) {
-            killMappedTo(IdRange.slot(slot));
+        if (!killed) {
+            for (int slot : slots.held(spare)) {
+                killMappedTo(IdRange.slot(slot));
+            }
         }
         SandboxCgroup.of(spare).ifPresent(ProcessDriver::removeQuietly);
         removeQuietly(runRoot.resolve(spare.value()));
@@ -563,9 +566,9 @@ final class ProcessDriver implements ComputeDriver {
      * sandbox (or spare) can have one, as ranges never overlap and a nested namespace maps into
      * its parent's range.
      *
-     * @return how many were killed (each waited for, at most {@link NamespaceHolder#KILL_TIMEOUT} in all)
+     * Each is waited for, at most {@link NamespaceHolder#KILL_TIMEOUT} in all.
      */
-    static int killMappedTo(IdRange ids) {
+    static void killMappedTo(IdRange ids) {
         List<ProcessHandle> killed = new ArrayList<>();
         try (java.util.stream.Stream<Path> procs = Files.list(Path.of("/proc"))) {
             for (Path proc : procs.toList()) {
@@ -598,16 +601,22 @@ final class ProcessDriver implements ComputeDriver {
                 throw new DriverException(Kind.FAILED, "interrupted while killing id range " + ids.first(), e);
             }
         }
-        return killed.size();
     }
 
-    /** Kills the supervisor and holder a left spare's topology file names, if it has one. */
-    private void killSpare(Path topology) throws IOException {
-        if (Files.exists(topology)) {
-            ProcessTopology t = ProcessTopology.fromState(Files.readAllBytes(topology));
-            killSupervisor(t);
-            holder(t).ifPresent(NamespaceHolder::kill);
+    /**
+     * Kills the supervisor and holder a left spare's topology file names (the holder takes its
+     * whole pid namespace with it).
+     *
+     * @return false if it has no topology file
+     */
+    private boolean killSpare(Path topology) throws IOException {
+        if (!Files.exists(topology)) {
+            return false;
         }
+        ProcessTopology t = ProcessTopology.fromState(Files.readAllBytes(topology));
+        killSupervisor(t);
+        holder(t).ifPresent(NamespaceHolder::kill);
+        return true;
     }
 
     private Path spareDir(SandboxId name) {
