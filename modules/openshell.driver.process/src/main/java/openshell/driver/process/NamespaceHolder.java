@@ -196,7 +196,7 @@ final class NamespaceHolder {
 
     /** @return whether the holder (and so the sandbox's namespaces) still exists */
     boolean alive() {
-        return ProcessHandle.of(pid).filter(ProcessHandle::isAlive)
+        return ProcessHandle.of(pid).filter(ProcessHandle::isAlive).filter(h -> !ended(h.pid()))
                 .flatMap(h -> h.info().startInstant()).map(now -> sameStart(started, now)).orElse(false);
     }
 
@@ -264,11 +264,42 @@ final class NamespaceHolder {
     private static List<Long> members(String pidNamespace) {
         List<Long> found = new ArrayList<>();
         ProcessHandle.allProcesses().forEach(p -> {
-            if (namespace(p.pid(), "pid").filter(pidNamespace::equals).isPresent() && p.isAlive()) {
+            if (namespace(p.pid(), "pid").filter(pidNamespace::equals).isPresent() && p.isAlive() && !ended(p.pid())) {
                 found.add(p.pid());
             }
         });
         return found;
+    }
+
+    /**
+     * Whether a process has ended: gone, or a zombie its parent has not reaped yet. A zombie runs
+     * nothing and holds nothing but its pid, yet the JDK counts it alive. The holder, the pid
+     * namespace's init, stays one until whoever adopted it reaps it: a host's init may take its
+     * time (this machine's took ~1 s), and every stop waited for it.
+     */
+    static boolean ended(long pid) {
+        try {
+            return endedState(Files.readAllBytes(Path.of("/proc", Long.toString(pid), "stat")));
+        } catch (IOException e) {
+            return true;
+        }
+    }
+
+    /**
+     * From a {@code /proc/<pid>/stat} line: whether its state (the field after the command name's
+     * last ')', which the name itself cannot fake) is zombie or dead. A line that cannot be read
+     * counts as running: the caller keeps waiting, within its own bound.
+     */
+    static boolean endedState(byte[] stat) {
+        for (int i = stat.length - 1; i >= 0; i--) {
+            if (stat[i] == ')') {
+                if (i + 2 >= stat.length || stat[i + 1] != ' ') {
+                    return false;
+                }
+                return stat[i + 2] == 'Z' || stat[i + 2] == 'X';
+            }
+        }
+        return false;
     }
 
     static Optional<String> namespace(long pid, String type) {

@@ -62,6 +62,39 @@ class NamespaceHolderTest {
     }
 
     @Test
+    void aZombieHasEndedAndALiveProcessHasNot() throws Exception {
+        // sh forks a child that exits at once, then becomes a sleep that never reaps it: a real zombie.
+        Process parent = new ProcessBuilder("/bin/sh", "-c", "/bin/true & echo $!; exec /bin/sleep 30")
+                .redirectErrorStream(true).start();
+        try {
+            long zombie = Long.parseLong(new java.io.BufferedReader(new java.io.InputStreamReader(
+                    parent.getInputStream(), StandardCharsets.US_ASCII)).readLine().strip());
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (!java.nio.file.Files.readString(Path.of("/proc", Long.toString(zombie), "stat")).contains(") Z ")) {
+                assertTrue(System.nanoTime() < deadline, "the child never became a zombie");
+                Thread.sleep(5);
+            }
+            assertTrue(ProcessHandle.of(zombie).map(ProcessHandle::isAlive).orElse(false),
+                    "the JDK counts a zombie alive: the reason for ended()");
+            assertTrue(NamespaceHolder.ended(zombie));
+            assertFalse(NamespaceHolder.ended(parent.pid()), "a sleeping process has not ended");
+        } finally {
+            parent.destroyForcibly().waitFor();
+        }
+        assertTrue(NamespaceHolder.ended(parent.pid()), "a reaped process is gone");
+    }
+
+    @Test
+    void theStateIsReadAfterTheNameWhateverTheNameSays() {
+        byte[] fake = "42 (a) Z (b) S 1 42 42 0".getBytes(StandardCharsets.US_ASCII);
+        assertFalse(NamespaceHolder.endedState(fake), "a name holding \") Z\" is not a zombie");
+        assertTrue(NamespaceHolder.endedState("42 (x) Z 1 42".getBytes(StandardCharsets.US_ASCII)));
+        assertTrue(NamespaceHolder.endedState("42 (x) X 1 42".getBytes(StandardCharsets.US_ASCII)));
+        assertFalse(NamespaceHolder.endedState("42 (x)".getBytes(StandardCharsets.US_ASCII)), "malformed: still running");
+        assertFalse(NamespaceHolder.endedState("42 x".getBytes(StandardCharsets.US_ASCII)), "no name: still running");
+    }
+
+    @Test
     void freshNamespacesMappedToThePrivateIdRange() throws Exception {
         IdRange ids = IdRange.slot(7);
         NamespaceHolder holder = NamespaceHolder.create(ids);

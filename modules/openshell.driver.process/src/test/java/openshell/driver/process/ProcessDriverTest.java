@@ -167,8 +167,9 @@ class ProcessDriverTest {
             driver.stop(id, p.state());
             assertEquals(DriverStatus.Phase.STOPPED, driver.status(id, p.state()).phase());
             ProcessTopology t = ProcessTopology.fromState(p.state());
-            assertFalse(ProcessHandle.of(t.holderPid()).map(ProcessHandle::isAlive).orElse(false));
-            assertFalse(ProcessHandle.of(t.supervisorPid()).map(ProcessHandle::isAlive).orElse(false));
+            // Ended: gone, or a zombie the host's init has not reaped yet (it runs nothing).
+            assertTrue(NamespaceHolder.ended(t.holderPid()), "the holder ended");
+            assertTrue(NamespaceHolder.ended(t.supervisorPid()), "the supervisor ended");
 
             Provisioned again = driver.start(id, p.state(), plan("alpha", Map.of()));
             assertEquals(DriverStatus.Phase.RUNNING, driver.status(id, again.state()).phase());
@@ -321,8 +322,9 @@ class ProcessDriverTest {
         return out;
     }
 
+    /** Gone, or a zombie not yet reaped by whoever adopted it: it runs nothing. */
     private static boolean dead(long pid) {
-        return ProcessHandle.of(pid).map(h -> !h.isAlive()).orElse(true);
+        return NamespaceHolder.ended(pid);
     }
 
     private void assertNothingOfSpare(String name, ProcessTopology t) throws IOException {
