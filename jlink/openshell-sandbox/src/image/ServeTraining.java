@@ -1,4 +1,7 @@
 import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -11,6 +14,7 @@ import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.Comparator;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
 
 /**
@@ -23,7 +27,10 @@ import java.util.stream.Stream;
  * its session to the gateway; then one exec goes through the REST API (the session, the runtime's
  * launch, the output relayed back, the exit), the agent ends after it, and each JVM writes its
  * cache when it exits. Without the exec and the session, a sandbox's first exec and its session's
- * start ran cold code in both JVMs (tests/perf/README.md, "The native workload launcher").
+ * start ran cold code in both JVMs (tests/perf/README.md, "The native workload launcher"). The
+ * exec makes {@link #TRAINING_CONNECTS} mediated connects by name: without them every sandbox's
+ * JVMs ran their connect and DNS paths cold, interpreted for thousands of connects in the
+ * supervisor (tests/perf/README.md, "The connect path in the AOT caches").
  *
  * <p>The same run trains the supervisor image's cache, which replaces the one
  * jlink/openshell-supervisor trained with a usage-error run. It happens here because it needs both
@@ -40,6 +47,15 @@ public final class ServeTraining {
     static final String READY = "{\"ready\":true,";
     /** The supervisor image's name (its launcher, argument file and cache). */
     static final String SUPERVISOR = "openshell-supervisor";
+    /**
+     * Mediated connects the training exec makes, each after resolving {@link #TRAINING_HOST} through
+     * the sandbox's DNS relay: enough that both JVMs compile their connect and DNS paths during
+     * training (the supervisor's thresholds are scaled by 10), so the caches carry those classes
+     * and profiles to every sandbox's first connects.
+     */
+    static final int TRAINING_CONNECTS = 3000;
+    /** A host alias of the training gateway for the listener below (never a real name). */
+    static final String TRAINING_HOST = "aot-training.invalid";
 
     public static void main(String[] args) throws Exception {
         Path image = Path.of(args[0]).toRealPath();
@@ -77,14 +93,32 @@ public final class ServeTraining {
             Path execDone = workspace.resolve("exec-done");
             List<String> agent = List.of("/bin/sh", "-c", "i=0; while [ ! -e " + execDone + " ] && [ $i -lt 1200 ];"
                     + " do sleep 0.1; i=$((i+1)); done");
-            List<String> exec = List.of("/bin/sh", "-c", "echo trained");
-            String policy = "version: 1\nnetwork_policies: {}\n";
+            // The exec: mediated connects by name (bash's /dev/tcp resolves, then connects), each one
+            // decided by the supervisor and spliced, to a listener of this program's on the host's loopback.
+            ServerSocket listener = new ServerSocket(0, 256, InetAddress.getLoopbackAddress());
+            AtomicInteger accepted = new AtomicInteger();
+            Thread acceptor = Thread.ofPlatform().daemon().name("training-listener").start(() -> {
+                while (!listener.isClosed()) {
+                    try (Socket s = listener.accept()) {
+                        accepted.incrementAndGet();
+                    } catch (IOException e) {
+                        // closed at the end of the run
+                    }
+                }
+            });
+            String bash = Path.of("/bin/bash").toRealPath().toString();
+            List<String> exec = List.of(bash, "-c", "for i in $(seq " + TRAINING_CONNECTS + "); do exec 3<>/dev/tcp/"
+                    + TRAINING_HOST + "/" + listener.getLocalPort() + " || exit 3; exec 3<&-; done; echo trained");
+            String policy = "version: 1\nnetwork_policies:\n  training:\n    endpoints:\n      - host: " + TRAINING_HOST
+                    + "\n        port: " + listener.getLocalPort() + "\n        protocol: tcp\n    binaries:\n      - path: "
+                    + bash + "\n";
             long deadline = System.nanoTime() + RUN_WAIT.toNanos();
             Path gatewayLog = work.resolve("gateway.log");
             Process gateway = new ProcessBuilder(ProcessHandle.current().info().command().orElseThrow(),
                     "--module-path", System.getProperty("jdk.module.path"), "--add-modules", "ALL-MODULE-PATH",
                     "-m", "openshell.gateway/openshell.gateway.GatewayMain", "--state", state.toString(),
                     "--host", "127.0.0.1", "--port", "0",
+                    "--host-alias", TRAINING_HOST + "=127.0.0.1",
                     "--driver-setting", "supervisor.launcher=" + supervisorTraining,
                     "--driver-setting", "runtime.launcher=" + launcher,
                     "--driver-setting", "run.root=" + run)
@@ -124,6 +158,15 @@ public final class ServeTraining {
                 if (!execStream.replace(" ", "").contains("\"exit\":0")) {
                     throw new IllegalStateException("the training exec did not end with 0: " + execStream + dump(logs));
                 }
+                // The last connects may still wait in the listener's backlog.
+                for (long until = System.nanoTime() + 5_000_000_000L; accepted.get() < TRAINING_CONNECTS
+                        && System.nanoTime() < until; ) {
+                    Thread.sleep(10);
+                }
+                if (accepted.get() != TRAINING_CONNECTS) {
+                    throw new IllegalStateException("the training exec's connects reached the listener "
+                            + accepted.get() + " times, not " + TRAINING_CONNECTS + dump(logs));
+                }
                 Files.writeString(execDone, "");
                 Files.setPosixFilePermissions(execDone, PosixFilePermissions.fromString("rw-r--r--"));
                 // The agent ends after the exec; the runtime exits once the boundary ended and the
@@ -156,6 +199,8 @@ public final class ServeTraining {
                         System.err.println("the training sandbox " + id + " could not be deleted: " + e);
                     }
                 }
+                listener.close();
+                acceptor.join(5_000);
                 gateway.destroy();
                 if (!gateway.waitFor(30, java.util.concurrent.TimeUnit.SECONDS)) {
                     gateway.destroyForcibly();

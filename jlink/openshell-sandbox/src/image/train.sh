@@ -6,9 +6,10 @@
 #   serve (default)  one sandbox launched by this build's gateway and process driver from this
 #                    image and the supervisor image (ServeTraining.java, build JDK): bundle,
 #                    probes, TLS link, attach, confirm, agent, the gateway session, one exec
-#                    through the REST API, exit. Needs root (the driver maps a uid range) and
-#                    the supervisor image (the reactor builds jlink/openshell-supervisor first).
-#                    Cache ~33 MiB, image ~85 MiB (budget 90). The same run replaces the
+#                    through the REST API (bash making 3,000 mediated connects by name: the
+#                    connect and DNS paths), exit. Needs root (the driver maps a uid range),
+#                    /bin/bash, and the supervisor image (the reactor builds
+#                    jlink/openshell-supervisor first). Cache ~34 MiB, image ~86.5 MiB (budget 90). The same run replaces the
 #                    supervisor image's cache with one trained by this boundary (~38 MiB).
 #   check            FALLBACK ONLY (a build that is not root, or a serve run that failed: both
 #                    said loudly on stderr, the build goes on): the runtime's health probe,

@@ -952,6 +952,11 @@ public final class SandboxBenchmark {
         for (ClientRun run : runs) {
             run.await("ready");
         }
+        // An agent can be ready before its supervisor has opened its gateway session (a socket, a
+        // thread, the jars its classes come from): counted before that, the session looks like a leak.
+        for (String id : ids) {
+            gateway.awaitRunning(id);
+        }
         Map<String, SandboxProcesses> procs = new LinkedHashMap<>();
         Map<String, List<SandboxProcesses.Holdings>> before = new LinkedHashMap<>();
         for (String id : ids) {
