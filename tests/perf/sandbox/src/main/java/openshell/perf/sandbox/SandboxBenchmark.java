@@ -703,14 +703,46 @@ public final class SandboxBenchmark {
 
     // ---- lifecycle ----
 
+    /** Waits until one of the driver's spares has both its programs waiting; fails after {@link #SPARE_WAIT}. */
+    private static void awaitWaitingSpare(Path spares) throws IOException, InterruptedException {
+        long deadline = System.nanoTime() + SPARE_WAIT.toNanos();
+        while (System.nanoTime() < deadline) {
+            if (Files.isDirectory(spares)) {
+                try (java.util.stream.Stream<Path> dirs = Files.list(spares)) {
+                    for (Path dir : dirs.toList()) {
+                        if (waits(dir.resolve("runtime.log")) && waits(dir.resolve("supervisor.log"))) {
+                            return;
+                        }
+                    }
+                }
+            }
+            Thread.sleep(50);
+        }
+        throw new IOException("no warm spare waited in " + spares + " within " + SPARE_WAIT);
+    }
+
+    private static boolean waits(Path log) {
+        try {
+            return Files.readString(log).contains(SPARE_WAITING);
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
     /** The process driver's warm spares on the lifecycle's second gateway. */
     static final int LIFECYCLE_SPARES = 1;
+    /** Longest wait, before a create on the warm gateway, for its keeper's next spare to wait. */
+    static final Duration SPARE_WAIT = Duration.ofSeconds(60);
+    /** What each of a spare's two programs prints once it waits (LaunchBundles.SPARE_WAITING). */
+    static final String SPARE_WAITING = "{\"spare\":\"waiting\"}";
 
     /**
      * One after another on two gateways, cycle by cycle (cold, warm, cold, ...): the run's gateway
      * launches each sandbox cold (no warm spares, as every other scenario runs), a second one with
      * {@link #LIFECYCLE_SPARES} warm spare ({@code --driver-setting spares=1}) gives each create the
-     * spare its keeper started after the previous one.
+     * spare its keeper started after the previous one. Each create there waits until that spare
+     * waits: a pool of one refills in a few seconds, and back-to-back creates would otherwise
+     * time cold launches under the spare's name.
      */
     private void lifecycle() throws Exception {
         int n = full ? LIFECYCLE_SANDBOXES : 2;
@@ -728,6 +760,9 @@ public final class SandboxBenchmark {
                 for (Gateway g : List.of(gateway, warm)) {
                     log("lifecycle " + (i + 1) + "/" + n + (g == warm ? " (warm spare)" : " (cold)"));
                     Map<String, List<Long>> times = steps.computeIfAbsent(g, k -> new LinkedHashMap<>());
+                    if (g == warm) {
+                        awaitWaitingSpare(warmHome.resolve("drivers/process/spares"));
+                    }
                     long t = System.nanoTime();
                     String id = g.create("perf-lc-" + i, policy, workspace, List.of("/bin/sleep", "infinity"));
                     if (g == gateway) {
