@@ -54,6 +54,8 @@ public final class ServeTraining {
      * and profiles to every sandbox's first connects.
      */
     static final int TRAINING_CONNECTS = 3000;
+    /** Longest wait, after the exec, for its last connects to leave the listener's backlog. */
+    static final Duration BACKLOG_WAIT = Duration.ofSeconds(5);
     /** A host alias of the training gateway for the listener below (never a real name). */
     static final String TRAINING_HOST = "aot-training.invalid";
 
@@ -159,7 +161,7 @@ public final class ServeTraining {
                     throw new IllegalStateException("the training exec did not end with 0: " + execStream + dump(logs));
                 }
                 // The last connects may still wait in the listener's backlog.
-                for (long until = System.nanoTime() + 5_000_000_000L; accepted.get() < TRAINING_CONNECTS
+                for (long until = System.nanoTime() + BACKLOG_WAIT.toNanos(); accepted.get() < TRAINING_CONNECTS
                         && System.nanoTime() < until; ) {
                     Thread.sleep(10);
                 }

@@ -286,8 +286,25 @@ final class NamespaceHolder {
     }
 
     /**
+     * Waits until a killed process has ended ({@link #ended}, or its pid now names a newer
+     * process). Unlike {@link ProcessHandle#onExit()}, it does not wait for a zombie to be
+     * reaped, nor poll a process that is not this JVM's child every 300 ms or more.
+     *
+     * @return false if it had not ended by {@code deadline} ({@link System#nanoTime()})
+     */
+    static boolean awaitEnded(ProcessHandle process, long deadline) {
+        while (process.isAlive() && !ended(process.pid())) {
+            if (System.nanoTime() - deadline > 0) {
+                return false;
+            }
+            pause();
+        }
+        return true;
+    }
+
+    /**
      * From a {@code /proc/<pid>/stat} line: whether its state (the field after the command name's
-     * last ')', which the name itself cannot fake) is zombie or dead. A line that cannot be read
+     * last ')', which the name itself cannot fake) is zombie or dead. A line that cannot be parsed
      * counts as running: the caller keeps waiting, within its own bound.
      */
     static boolean endedState(byte[] stat) {

@@ -579,7 +579,8 @@ final class ProcessDriver implements ComputeDriver {
                 try {
                     String[] first = Files.readString(proc.resolve("uid_map"), StandardCharsets.US_ASCII)
                             .lines().findFirst().orElse("").trim().split("\\s+");
-                    if (first.length == 3 && first[0].equals("0") && first[1].equals(Long.toString(ids.first()))) {
+                    if (first.length == 3 && first[0].equals("0") && first[1].equals(Long.toString(ids.first()))
+                            && !NamespaceHolder.ended(Long.parseLong(name))) {
                         ProcessHandle.of(Long.parseLong(name)).filter(ProcessHandle::destroyForcibly).ifPresent(killed::add);
                     }
                 } catch (IOException | NumberFormatException ended) {
@@ -591,14 +592,9 @@ final class ProcessDriver implements ComputeDriver {
         }
         long deadline = System.nanoTime() + NamespaceHolder.KILL_TIMEOUT.toNanos();
         for (ProcessHandle p : killed) {
-            try {
-                p.onExit().get(Math.max(0, deadline - System.nanoTime()), java.util.concurrent.TimeUnit.NANOSECONDS);
-            } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+            if (!NamespaceHolder.awaitEnded(p, deadline)) {
                 throw new DriverException(Kind.FAILED, "process " + p.pid() + " in id range " + ids.first()
-                        + " did not end within " + NamespaceHolder.KILL_TIMEOUT, e);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new DriverException(Kind.FAILED, "interrupted while killing id range " + ids.first(), e);
+                        + " did not end within " + NamespaceHolder.KILL_TIMEOUT);
             }
         }
     }
@@ -743,11 +739,9 @@ final class ProcessDriver implements ComputeDriver {
     private static void killSupervisor(ProcessTopology t) {
         supervisor(t).ifPresent(h -> {
             h.destroyForcibly();
-            try {
-                h.onExit().get(SUPERVISOR_KILL_TIMEOUT.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
-            } catch (Exception e) {
+            if (!NamespaceHolder.awaitEnded(h, System.nanoTime() + SUPERVISOR_KILL_TIMEOUT.toNanos())) {
                 throw new DriverException(Kind.FAILED, "the supervisor (pid " + t.supervisorPid()
-                        + ") survived SIGKILL for " + SUPERVISOR_KILL_TIMEOUT, e);
+                        + ") survived SIGKILL for " + SUPERVISOR_KILL_TIMEOUT);
             }
         });
     }

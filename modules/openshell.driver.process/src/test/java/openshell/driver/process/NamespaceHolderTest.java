@@ -78,6 +78,10 @@ class NamespaceHolderTest {
                     "the JDK counts a zombie alive: the reason for ended()");
             assertTrue(NamespaceHolder.ended(zombie));
             assertFalse(NamespaceHolder.ended(parent.pid()), "a sleeping process has not ended");
+            assertTrue(NamespaceHolder.awaitEnded(ProcessHandle.of(zombie).orElseThrow(), System.nanoTime()),
+                    "a zombie needs no wait, whoever reaps it");
+            assertFalse(NamespaceHolder.awaitEnded(parent.toHandle(), System.nanoTime()),
+                    "a running process past the deadline has not ended");
         } finally {
             parent.destroyForcibly().waitFor();
         }

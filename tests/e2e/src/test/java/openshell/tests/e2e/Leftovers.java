@@ -23,6 +23,12 @@ import java.util.stream.Stream;
  */
 final class Leftovers {
     private static final Path RUN_ROOT = Path.of("/run/openshell");
+    /**
+     * Longest wait after delete for the sandbox's zombies to be reaped. Delete returns once
+     * nothing of the sandbox runs; its killed namespace holder stays a zombie until the host's
+     * init reaps it (~1 s on the CI machines). A zombie that outlives this was leaked, not slow.
+     */
+    static final java.time.Duration REAP_WAIT = java.time.Duration.ofSeconds(10);
 
     private final String id;
     private final Path state;
@@ -77,17 +83,52 @@ final class Leftovers {
                         + processes()));
     }
 
-    /** @return everything of the sandbox still on the host; empty when it left nothing behind */
+    /**
+     * @return everything of the sandbox still on the host; empty when it left nothing behind. A
+     *         process that still runs is reported at once; zombies get {@link #REAP_WAIT} to go.
+     */
     List<String> remaining() {
+        long deadline = System.nanoTime() + REAP_WAIT.toNanos();
+        while (true) {
+            List<String> left = remainingNow();
+            if (left.isEmpty() || !left.stream().allMatch(l -> l.startsWith(ZOMBIE)) || System.nanoTime() > deadline) {
+                return left;
+            }
+            try {
+                Thread.sleep(50);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return left;
+            }
+        }
+    }
+
+    private static final String ZOMBIE = "zombie process ";
+
+    private static String describe(long pid) {
+        return (zombie(pid) ? ZOMBIE : "process ") + pid + ": " + cmdline(pid);
+    }
+
+    /** Whether the process's state (after its name's last ')') is zombie. */
+    private static boolean zombie(long pid) {
+        try {
+            String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
+            return stat.startsWith(") Z", stat.lastIndexOf(')'));
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    private List<String> remainingNow() {
         List<String> left = new ArrayList<>();
         processes.forEach((pid, start) -> {
             if (startTime(pid).filter(start::equals).isPresent()) {
-                left.add("process " + pid + ": " + cmdline(pid));
+                left.add(describe(pid));
             }
         });
         for (long pid : pids()) {
             if (!processes.containsKey(pid) && belongs(pid, id, pidNamespaces)) {
-                left.add("process " + pid + ": " + cmdline(pid));
+                left.add(describe(pid));
             }
         }
         for (Path p : List.of(RUN_ROOT.resolve(id), state.resolve("drivers/process/sandboxes").resolve(id))) {
