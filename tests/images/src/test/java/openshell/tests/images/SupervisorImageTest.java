@@ -149,6 +149,28 @@ class SupervisorImageTest {
         assertTrue(restC2.contains("Exclude:true"), restC2);
     }
 
+    /**
+     * The connect path (our code, JNA, protobuf, NIO and java.*) compiles at the default thresholds
+     * while the rest (Helidon, TLS) keeps the global scaling of 10 that keeps the start cheap: a
+     * supervisor of one sandbox among 20 sees too few connects to reach scaled thresholds in a
+     * soak (tests/perf/README.md, "Compile thresholds by package in the supervisor"). Run without
+     * the image's {@code quiet}, the JVM lists every command it parsed.
+     */
+    @Test
+    void theConnectPathsPackagesCompileAtTheDefaultThresholds() throws Exception {
+        Path image = ImageFiles.image(NAME);
+        List<String> command = javaWithImageOptions(image);
+        assertTrue(command.remove("-XX:CompileCommand=quiet"), "the image's options keep the JVM quiet about its commands");
+        assertTrue(command.contains("-XX:CompileThresholdScaling=10"), command.toString());
+        command.add("-version");
+        ImageFiles.Run run = ImageFiles.run(image, command);
+        assertEquals(0, run.status(), run.toString());
+        for (String scaled : List.of("openshell/*", "com/sun/jna/*", "com/google/protobuf/*", "sun/nio/*", "java/*")) {
+            String parsed = "CompileCommand: CompileThresholdScaling " + scaled + ".* double CompileThresholdScaling = 0.100000";
+            assertTrue(run.out().contains(parsed) || run.err().contains(parsed), scaled + " not scaled to 0.1: " + run);
+        }
+    }
+
     @Test
     void theModuleGraphResolves() throws Exception {
         Path image = ImageFiles.image(NAME);

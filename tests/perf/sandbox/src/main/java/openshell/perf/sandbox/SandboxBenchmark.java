@@ -55,17 +55,19 @@ public final class SandboxBenchmark {
     static final int DNS_OPS = 500;
     /**
      * DNS queries a fresh sandbox answers, timed on their own ("first queries"), before the dns
-     * rounds. The supervisor runs with -XX:CompileThresholdScaling=10 (its start-up CPU), so its
-     * DNS path is interpreted for roughly its first 2,000 queries: without these, DNS_OPS would
-     * time that instead of the mediation's steady state. The direct side has nothing to compile.
+     * rounds: a fresh supervisor's DNS path runs interpreted and profiled for its first few hundred
+     * queries (and the code outside its connect path's packages, at -XX:CompileThresholdScaling=10,
+     * for about 2,000): without these, DNS_OPS would time that instead of the mediation's steady
+     * state. The direct side has nothing to compile.
      */
     static final int DNS_FIRST_QUERIES = 2_000;
     /** Untimed operations before each run's ready line. */
     static final int WARMUP_OPS = 200;
     /**
      * tcp-connect's warm-up connects per run, on both sides: a fresh sandbox's supervisor compiles
-     * its connect path after about 2,000 of them (CompileThresholdScaling=10, for its start-up CPU),
-     * which the timed connects would otherwise measure for their first part.
+     * its connect path over its first few hundred to 2,000 of them (what is not in the connect
+     * path's packages keeps CompileThresholdScaling=10, for its start-up CPU), which the timed
+     * connects would otherwise measure for their first part.
      */
     static final int CONNECT_WARMUP_OPS = 2_000;
     /** Interleaved rounds: direct, mediated, direct, mediated. */
