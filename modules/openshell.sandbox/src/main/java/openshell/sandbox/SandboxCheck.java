@@ -12,10 +12,10 @@ import openshell.linux.ResourceLimit;
 
 /**
  * The runtime's health probe, {@code openshell-sandbox --check}: the startup path up to where the
- * runtime would serve (no core dumps, {@code lo} up, every startup probe, the resolver view and the
- * DNS relay), one JSON line of evidence, then exit 0. It reads no launch bundle and opens no
- * channel, so it always ends by itself: the runtime images run it as their smoke test and as the
- * training run of their ahead-of-time cache.
+ * runtime would serve (no core dumps, the image's own modules ({@link ImageModules}), {@code lo}
+ * up, every startup probe, the resolver view and the DNS relay), one JSON line of evidence, then
+ * exit 0. It reads no launch bundle and opens no channel, so it always ends by itself: the runtime
+ * images run it as their smoke test and as the training run of their ahead-of-time cache.
  */
 final class SandboxCheck {
     /** The only argument that selects the check. */
@@ -31,6 +31,7 @@ final class SandboxCheck {
         try {
             ProcessControl.setDumpable(false);
             new ResourceLimit(ResourceLimit.CORE, 0, 0).applyTo(0);
+            ImageModules.check(Path.of(System.getProperty("java.home")));
             try (WorkloadNetwork network = WorkloadNetwork.current()) {
                 network.run(() -> {
                     if (!Namespaces.loopbackUp()) {

@@ -191,6 +191,12 @@ public final class SandboxMain {
             return EXIT_USAGE;
         }
         Path runtimeDirectory = null;
+        try {
+            ImageModules.check(Path.of(System.getProperty("java.home")));
+        } catch (IOException e) {
+            System.err.println("openshell-sandbox: refusing to serve: " + e.getMessage());
+            return EXIT_PROBE_FAILED;
+        }
         try (WorkloadNetwork network = WorkloadNetwork.current()) {
             network.run(() -> {
                 if (!Namespaces.loopbackUp()) {
