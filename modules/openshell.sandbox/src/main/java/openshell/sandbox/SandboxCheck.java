@@ -9,6 +9,7 @@ import openshell.linux.LinuxException;
 import openshell.linux.Namespaces;
 import openshell.linux.ProcessControl;
 import openshell.linux.ResourceLimit;
+import openshell.protocol.ImageModules;
 
 /**
  * The runtime's health probe, {@code openshell-sandbox --check}: the startup path up to where the

@@ -19,6 +19,7 @@ import openshell.linux.LinuxException;
 import openshell.linux.Namespaces;
 import openshell.linux.ProcessControl;
 import openshell.linux.ResourceLimit;
+import openshell.protocol.ImageModules;
 import openshell.protocol.Initiator;
 import openshell.protocol.LaunchBundles;
 import openshell.protocol.ProtocolException;

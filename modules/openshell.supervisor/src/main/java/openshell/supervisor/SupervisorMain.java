@@ -38,6 +38,7 @@ import openshell.isolation.WorkloadTrust;
 import openshell.policy.Policy;
 import openshell.policy.PolicyException;
 import openshell.policy.PolicyGeneration;
+import openshell.protocol.ImageModules;
 import openshell.protocol.Initiator;
 import openshell.protocol.LaunchBundles;
 import openshell.protocol.ProtocolException;
@@ -223,6 +224,12 @@ public final class SupervisorMain {
         PolicyInstallation policies;
         Credentials credentials;
         UnixPeerPolicy runtimePeer;
+        try {
+            ImageModules.check(Path.of(System.getProperty("java.home")));
+        } catch (IOException e) {
+            err.println("openshell-supervisor: refusing to start: " + e.getMessage());
+            return EXIT_BOUNDARY_FAILED;
+        }
         try {
             if (args.contains(Arguments.LATE)) {
                 rehearse(err);

@@ -163,4 +163,32 @@ final class ImageFiles {
     private static long kib(String smapsLine) {
         return Long.parseLong(smapsLine.split("\\s+")[1]);
     }
+
+    static void deleteTree(Path root) throws IOException {
+        if (Files.exists(root)) {
+            try (Stream<Path> files = Files.walk(root)) {
+                for (Path file : files.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                    Files.delete(file);
+                }
+            }
+        }
+    }
+
+    /** A copy of the image elsewhere (hard links where possible: the same bytes, another path). */
+    static void copy(Path from, Path to) throws IOException {
+        try (Stream<Path> files = Files.walk(from)) {
+            for (Path source : files.toList()) {
+                Path target = to.resolve(from.relativize(source).toString());
+                if (Files.isDirectory(source)) {
+                    Files.createDirectories(target);
+                } else {
+                    try {
+                        Files.createLink(target, source);
+                    } catch (IOException | UnsupportedOperationException e) {
+                        Files.copy(source, target, java.nio.file.StandardCopyOption.COPY_ATTRIBUTES);
+                    }
+                }
+            }
+        }
+    }
 }

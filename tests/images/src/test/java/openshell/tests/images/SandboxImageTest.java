@@ -15,7 +15,6 @@ import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -134,15 +133,15 @@ class SandboxImageTest {
         Path image = ImageFiles.image(NAME).toRealPath();
         // Next to the image, so the copy can be hard links.
         Path moved = image.resolveSibling("moved-" + NAME);
-        deleteTree(moved);
-        copy(image, moved);
+        ImageFiles.deleteTree(moved);
+        ImageFiles.copy(image, moved);
         List<String> command = new ArrayList<>(FENCED);
         command.addAll(List.of("/bin/sh", "-c", "mount -t tmpfs tmpfs \"$0\" && exec \"$@\"", image.toString()));
         // AOTMode=on: fail rather than run without the cache.
         command.addAll(List.of(moved.resolve("bin/java").toString(), "-XX:AOTMode=on", "-XX:AOTCache=lib/" + NAME + ".aot",
                 "@conf/" + NAME + ".args", "--check"));
         ImageFiles.Run run = ImageFiles.run(moved, command);
-        deleteTree(moved);
+        ImageFiles.deleteTree(moved);
         assertEquals(0, run.status(), run.toString());
         assertTrue(run.out().startsWith("{\"check\":\"passed\""), run.toString());
     }
@@ -187,33 +186,5 @@ class SandboxImageTest {
             Thread.sleep(20);
         }
         org.junit.jupiter.api.Assertions.fail(proc + " never became " + expected);
-    }
-
-    private static void deleteTree(Path root) throws IOException {
-        if (Files.exists(root)) {
-            try (Stream<Path> files = Files.walk(root)) {
-                for (Path file : files.sorted(java.util.Comparator.reverseOrder()).toList()) {
-                    Files.delete(file);
-                }
-            }
-        }
-    }
-
-    /** A copy of the image elsewhere (hard links where possible: the same bytes, another path). */
-    private static void copy(Path from, Path to) throws IOException {
-        try (Stream<Path> files = Files.walk(from)) {
-            for (Path source : files.toList()) {
-                Path target = to.resolve(from.relativize(source).toString());
-                if (Files.isDirectory(source)) {
-                    Files.createDirectories(target);
-                } else {
-                    try {
-                        Files.createLink(target, source);
-                    } catch (IOException | UnsupportedOperationException e) {
-                        Files.copy(source, target, java.nio.file.StandardCopyOption.COPY_ATTRIBUTES);
-                    }
-                }
-            }
-        }
     }
 }

@@ -171,6 +171,30 @@ class SupervisorImageTest {
         }
     }
 
+    /**
+     * A moved image starts with its cache and loads nothing from where it was built: the build's
+     * image is hidden under an empty tmpfs, as it is absent in a container. Without arguments
+     * the supervisor stops at its usage error, after its first step: refusing a module loaded from
+     * outside its image's {@code app/} (exit 70), which a cache trained with the build directory's
+     * module path did (tests/perf/README.md, "a moved image").
+     */
+    @Test
+    void aMovedImageLoadsItsModulesFromItself() throws Exception {
+        Path image = ImageFiles.image(NAME).toRealPath();
+        Path moved = image.resolveSibling("moved-" + NAME);
+        ImageFiles.deleteTree(moved);
+        ImageFiles.copy(image, moved);
+        List<String> command = new ArrayList<>(List.of("/usr/bin/unshare", "--user", "--map-root-user", "--mount",
+                "/bin/sh", "-c", "mount -t tmpfs tmpfs \"$0\" && exec \"$@\"", image.toString()));
+        // AOTMode=on: fail rather than run without the cache.
+        command.addAll(List.of(moved.resolve("bin/java").toString(), "-XX:AOTMode=on", "-XX:AOTCache=lib/" + NAME + ".aot",
+                "@conf/" + NAME + ".args"));
+        ImageFiles.Run run = ImageFiles.run(moved, command);
+        ImageFiles.deleteTree(moved);
+        assertFalse(run.err().contains("refusing to start"), run.toString());
+        assertEquals(64, run.status(), run.toString());
+    }
+
     @Test
     void theModuleGraphResolves() throws Exception {
         Path image = ImageFiles.image(NAME);

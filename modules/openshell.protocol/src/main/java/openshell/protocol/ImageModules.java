@@ -1,4 +1,4 @@
-package openshell.sandbox;
+package openshell.protocol;
 
 import java.io.IOException;
 import java.lang.module.ResolvedModule;
@@ -8,18 +8,18 @@ import java.nio.file.Path;
 import java.util.Optional;
 
 /**
- * Checks that a runtime started from its image loads every application module from that image's
- * own {@code app/} directory.
+ * Checks that a program started from its image (the sandbox runtime, the supervisor) loads every
+ * application module from that image's own {@code app/} directory.
  *
  * <p>Why: the image's AOT cache archives the boot layer's module graph, and with it each module's
  * location as the training run saw it. A cache trained with a module path that named the build
  * directory kept that directory's jar URLs: a moved image (a container's {@code /opt/openshell},
  * a workload image) then read its service files from the build's jars, or failed deep inside a
- * service lookup once they were gone. The image's module path is {@code /proc/self/cwd/app} for
+ * service lookup once they were gone. The images' module path is {@code /proc/self/cwd/app} for
  * that reason (the launcher's working directory is the image); this check turns any other
  * location into a clear refusal before anything is served.
  */
-final class ImageModules {
+public final class ImageModules {
     private ImageModules() {
     }
 
@@ -27,7 +27,7 @@ final class ImageModules {
      * @param javaHome the running JVM's home ({@code java.home}): the image's directory when run from one
      * @throws IOException naming the first module loaded from outside {@code <image>/app}
      */
-    static void check(Path javaHome) throws IOException {
+    public static void check(Path javaHome) throws IOException {
         Path app = javaHome.resolve("app");
         if (!Files.isDirectory(app)) {
             return; // not an image (a JDK running the build's module path): nothing archived to go stale

@@ -1,4 +1,4 @@
-package openshell.sandbox;
+package openshell.protocol;
 
 import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -19,7 +19,7 @@ class ImageModulesTest {
 
     @Test
     void aModuleLoadedFromOutsideTheImagesAppIsRefusedByName(@TempDir Path home) throws IOException {
-        assertTrue(ImageModules.class.getModule().isNamed(), "the runtime's tests run on the module path");
+        assertTrue(ImageModules.class.getModule().isNamed(), "the protocol's tests run on the module path");
         Files.createDirectory(home.resolve("app"));
         IOException e = assertThrows(IOException.class, () -> ImageModules.check(home));
         assertTrue(e.getMessage().contains("outside this image's app/"), e.getMessage());
