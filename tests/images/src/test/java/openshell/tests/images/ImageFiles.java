@@ -164,6 +164,34 @@ final class ImageFiles {
         return Long.parseLong(smapsLine.split("\\s+")[1]);
     }
 
+    /**
+     * Runs a moved copy of an image (next to it, so the copy can be hard links) with the build's
+     * image hidden under an empty tmpfs in a fresh mount namespace, as it is absent in a
+     * container, and removes the copy.
+     *
+     * @param image   the build's image
+     * @param unshare the namespaces to run in (a user and a mount namespace at least)
+     * @param options what follows {@code <copy>/bin/java -XX:AOTMode=on -XX:AOTCache=lib/<name>.aot}
+     */
+    static Run runMovedWithTheBuildsImageHidden(Path image, List<String> unshare, List<String> options)
+            throws IOException, InterruptedException {
+        Path real = image.toRealPath();
+        String name = real.getFileName().toString();
+        Path moved = real.resolveSibling("moved-" + name);
+        deleteTree(moved);
+        copy(real, moved);
+        List<String> command = new ArrayList<>(unshare);
+        command.addAll(List.of("/bin/sh", "-c", "mount -t tmpfs tmpfs \"$0\" && exec \"$@\"", real.toString()));
+        // AOTMode=on: fail rather than run without the cache.
+        command.addAll(List.of(moved.resolve("bin/java").toString(), "-XX:AOTMode=on", "-XX:AOTCache=lib/" + name + ".aot"));
+        command.addAll(options);
+        try {
+            return run(moved, command);
+        } finally {
+            deleteTree(moved);
+        }
+    }
+
     static void deleteTree(Path root) throws IOException {
         if (Files.exists(root)) {
             try (Stream<Path> files = Files.walk(root)) {

@@ -130,18 +130,8 @@ class SandboxImageTest {
      */
     @Test
     void withoutAShellTheArgumentFileRunsAMovedImageWithItsAotCache() throws Exception {
-        Path image = ImageFiles.image(NAME).toRealPath();
-        // Next to the image, so the copy can be hard links.
-        Path moved = image.resolveSibling("moved-" + NAME);
-        ImageFiles.deleteTree(moved);
-        ImageFiles.copy(image, moved);
-        List<String> command = new ArrayList<>(FENCED);
-        command.addAll(List.of("/bin/sh", "-c", "mount -t tmpfs tmpfs \"$0\" && exec \"$@\"", image.toString()));
-        // AOTMode=on: fail rather than run without the cache.
-        command.addAll(List.of(moved.resolve("bin/java").toString(), "-XX:AOTMode=on", "-XX:AOTCache=lib/" + NAME + ".aot",
-                "@conf/" + NAME + ".args", "--check"));
-        ImageFiles.Run run = ImageFiles.run(moved, command);
-        ImageFiles.deleteTree(moved);
+        ImageFiles.Run run = ImageFiles.runMovedWithTheBuildsImageHidden(ImageFiles.image(NAME), FENCED,
+                List.of("@conf/" + NAME + ".args", "--check"));
         assertEquals(0, run.status(), run.toString());
         assertTrue(run.out().startsWith("{\"check\":\"passed\""), run.toString());
     }
