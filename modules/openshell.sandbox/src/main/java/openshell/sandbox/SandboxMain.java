@@ -180,6 +180,13 @@ public final class SandboxMain {
     static int run(List<String> args, InputStream stdin) {
         // A warm spare prepares everything its sandbox does not decide before it waits for one.
         boolean spare = args.contains(LaunchArguments.LATE);
+        // Before the bundle is read: an image that would refuse to serve never holds its secrets.
+        try {
+            ImageModules.check(Path.of(System.getProperty("java.home")));
+        } catch (IOException e) {
+            System.err.println("openshell-sandbox: refusing to serve: " + e.getMessage());
+            return EXIT_PROBE_FAILED;
+        }
         Launch launch = null;
         try {
             ProcessControl.setDumpable(false);
@@ -192,12 +199,6 @@ public final class SandboxMain {
             return EXIT_USAGE;
         }
         Path runtimeDirectory = null;
-        try {
-            ImageModules.check(Path.of(System.getProperty("java.home")));
-        } catch (IOException e) {
-            System.err.println("openshell-sandbox: refusing to serve: " + e.getMessage());
-            return EXIT_PROBE_FAILED;
-        }
         try (WorkloadNetwork network = WorkloadNetwork.current()) {
             network.run(() -> {
                 if (!Namespaces.loopbackUp()) {
