@@ -26,7 +26,8 @@ import javax.net.ssl.SSLException;
  * (protobuf, X.509, EC keys and signatures, the TLS 1.3 handshake, JWT verification, the foreign
  * function linker), which would otherwise run interpreted or be linked then. Every key is made
  * here and dropped here; nothing leaves the process or outlives the call. Without the builder,
- * the primitives alone: an X25519 agreement, an ECDSA signature, AES-GCM.
+ * the primitives alone: an X25519 agreement, an ECDSA signature, AES-GCM. Every launch, spare or
+ * not, first gets {@link #primeAhead()}: class initialisation only, beside its main thread.
  */
 public final class LaunchRehearsal {
     private static final int RECORD_ROUNDS = 64;
@@ -63,6 +64,47 @@ public final class LaunchRehearsal {
         }
         if (PeerCredentials.available()) {
             peerCredentials();
+        }
+    }
+
+    /**
+     * Starts, on a daemon thread of its own, the class initialisation a cold launch meets first:
+     * the logging back end (JNA's first use looks it up, and that lookup opens every jar of the
+     * module path), the launch bundle's messages (protobuf descriptors), the EC key and curve
+     * tables and the X.509 factory (the bundle's keys and certificates), the TLS 1.3 context
+     * class, and Helidon's gRPC routing and HTTP/2 configuration. Why: a cold program runs all
+     * of these one after another on its main thread (~250 ms of a runtime's way to serving on
+     * this project's 2-core machines), while its first ~100 ms are JNA's own start-up on that
+     * thread; so the second core does them meanwhile, and the main thread later finds them done
+     * (or waits on a class's initialisation lock; nothing runs twice). No key, secret or bundle is
+     * touched (nothing is generated, parsed or kept), so it may start before a bundle is read. A
+     * failure only leaves less warm: the launch runs the same code and reports its own errors.
+     *
+     * @return the started thread (it ends by itself)
+     */
+    public static Thread primeAhead() {
+        return Thread.ofPlatform().daemon().name(PRIME_THREAD).start(LaunchRehearsal::prime);
+    }
+
+    /** The name of {@link #primeAhead()}'s thread. */
+    static final String PRIME_THREAD = "launch-prime";
+
+    /** @return what failed, if anything did (then less is warm; nothing else changes) */
+    static java.util.Optional<Throwable> prime() {
+        try {
+            System.getLogger(LaunchRehearsal.class.getName()).isLoggable(System.Logger.Level.DEBUG);
+            openshell.protocol.wire.RuntimeBundle.getDefaultInstance();
+            java.security.KeyFactory.getInstance("EC");
+            java.security.AlgorithmParameters curve = java.security.AlgorithmParameters.getInstance("EC");
+            curve.init(new java.security.spec.ECGenParameterSpec("secp256r1"));
+            java.security.cert.CertificateFactory.getInstance("X.509");
+            javax.net.ssl.SSLContext.getInstance(LinkSecurity.TLS_PROTOCOL);
+            io.helidon.webserver.grpc.GrpcRouting.builder();
+            io.helidon.webserver.http2.Http2Config.builder();
+            return java.util.Optional.empty();
+        } catch (java.security.GeneralSecurityException | RuntimeException | LinkageError e) {
+            // Only a warm-up: the launch runs the same code and reports its own failures.
+            return java.util.Optional.of(e);
         }
     }
 

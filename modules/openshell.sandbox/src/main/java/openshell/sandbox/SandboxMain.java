@@ -22,6 +22,7 @@ import openshell.linux.ResourceLimit;
 import openshell.protocol.ImageModules;
 import openshell.protocol.Initiator;
 import openshell.protocol.LaunchBundles;
+import openshell.protocol.LaunchRehearsal;
 import openshell.protocol.ProtocolException;
 import openshell.protocol.RuntimeBundle;
 import openshell.protocol.RuntimeEndpoint;
@@ -187,6 +188,9 @@ public final class SandboxMain {
             System.err.println("openshell-sandbox: refusing to serve: " + e.getMessage());
             return EXIT_PROBE_FAILED;
         }
+        // JNA's start-up (next, on this thread) takes the first ~100 ms; the second core warms
+        // what follows it meanwhile. Nothing secret is involved (see LaunchRehearsal.primeAhead).
+        LaunchRehearsal.primeAhead();
         Launch launch = null;
         try {
             ProcessControl.setDumpable(false);

@@ -41,6 +41,7 @@ import openshell.policy.PolicyGeneration;
 import openshell.protocol.ImageModules;
 import openshell.protocol.Initiator;
 import openshell.protocol.LaunchBundles;
+import openshell.protocol.LaunchRehearsal;
 import openshell.protocol.ProtocolException;
 import openshell.protocol.SupervisorBundle;
 import openshell.protocol.Refusal;
@@ -230,6 +231,9 @@ public final class SupervisorMain {
             err.println("openshell-supervisor: refusing to start: " + e.getMessage());
             return EXIT_BOUNDARY_FAILED;
         }
+        // The second core warms the bundle's, TLS's and Helidon's classes while this thread reads
+        // and parses (nothing secret is involved: see LaunchRehearsal.primeAhead).
+        LaunchRehearsal.primeAhead();
         try {
             if (args.contains(Arguments.LATE)) {
                 rehearse(err);
