@@ -91,6 +91,9 @@
  * <tr><td>{@code SandboxLogs.MAX_LINES}</td><td>1000 per sandbox, in the store</td><td>the oldest line goes</td></tr>
  * <tr><td>{@code SandboxLogs.MAX_REMEMBERED_LOSSES}</td><td>10,000 sandboxes (the store's bound)</td><td>a further loss is reported on standard error but not announced in the sandbox's log</td></tr>
  * <tr><td>{@code SandboxLogs.APPEND_ATTEMPTS}</td><td>3 tries per batch of log lines</td><td>the lines are counted as lost, reported on standard error, and the sandbox's next kept line says how many</td></tr>
+ * <tr><td>{@code LogWriter.MAX_PENDING_BATCHES}</td><td>1024 batches of supervisors' log lines waiting for the store (written by one thread of their own, never on a session's thread)</td><td>the batch is counted as lost like a refused one</td></tr>
+ * <tr><td>{@code LogWriter.MAX_PENDING_CHARS}</td><td>4 Mi characters of queued log lines (each counted as kept, at most {@code MAX_LINE_CHARS})</td><td>the batch is counted as lost like a refused one</td></tr>
+ * <tr><td>{@code LogWriter.DRAIN_WAIT}</td><td>10 s at gateway stop</td><td>batches still queued are counted as lost, reported on standard error</td></tr>
  * <tr><td>{@code SessionExec.OUTPUT_WINDOW}</td><td>256 KiB per exec</td><td>the supervisor waits for credit; exceeding it loses and terminates the exec</td></tr>
  * <tr><td>{@code SessionExec.STDIN_WINDOW}</td><td>16 KiB per exec (inside HTTP/2's 64 KiB window: see the class)</td><td>the caller waits for credit; exceeding it ends the stream with an error and terminates the exec</td></tr>
  * <tr><td>{@code ExecEndpoint.DEFAULT_CLIENT_OUTPUT_WINDOW}</td><td>256 KiB</td><td>the gateway waits for the caller's credit</td></tr>

@@ -76,10 +76,11 @@ public final class GatewayServer implements AutoCloseable {
         ScheduledExecutorService timers = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform()
                 .name("openshell-gateway-timers").daemon(true).factory());
         SandboxLifecycle lifecycle = null;
+        SessionHub sessions = null;
         try {
             ProviderStore providers = store.providers(secrets);
             DriverEnvironment driverEnvironment = new DriverEnvironment(state.resolve("drivers"), config.driverSettings());
-            SessionHub sessions = new SessionHub(store, issuer, timers, Clock.systemUTC());
+            sessions = new SessionHub(store, issuer, timers, Clock.systemUTC());
             AtomicReference<String> url = new AtomicReference<>();
             lifecycle = new SandboxLifecycle(store, providers, drivers, driverEnvironment,
                     config.defaultDriver(), sealers.create(issuer, url::get), sessions);
@@ -104,6 +105,9 @@ public final class GatewayServer implements AutoCloseable {
         } catch (RuntimeException e) {
             if (lifecycle != null) {
                 lifecycle.close();
+            }
+            if (sessions != null) {
+                sessions.close();
             }
             timers.shutdownNow();
             store.close();

@@ -86,19 +86,31 @@ final class SandboxLogs {
                 last = e;
             }
         }
-        String reason = String.valueOf(last.getMessage());
+        lose(sandbox, lines.size(), "not kept after " + APPEND_ATTEMPTS + " tries", String.valueOf(last.getMessage()));
+        return false;
+    }
+
+    /**
+     * Counts lines that were never written, reports them on standard error and announces them
+     * with the sandbox's next kept lines (as for a batch the store refused).
+     *
+     * @param sandbox the sandbox
+     * @param lines   how many lines
+     * @param what    what happened to them, for standard error
+     * @param reason  why, for the announcement too
+     */
+    void lose(SandboxId sandbox, int lines, String what, String reason) {
         String tally;
         if (lost.containsKey(sandbox.value()) || lost.size() < maxRememberedLosses) {
-            Loss now = lost.merge(sandbox.value(), new Loss(lines.size(), reason),
+            Loss now = lost.merge(sandbox.value(), new Loss(lines, reason),
                     (a, b) -> new Loss(a.lines() + b.lines(), b.reason()));
             tally = now.lines() + " so far";
         } else {
             tally = "not announced in its log: " + maxRememberedLosses + " sandboxes have losses to announce";
         }
-        // Only the count and the store's message: the lines themselves may be the agent's output.
-        System.err.println("openshell gateway: " + lines.size() + " log lines of sandbox " + sandbox.value()
-                + " not kept after " + APPEND_ATTEMPTS + " tries (" + tally + "): " + reason);
-        return false;
+        // Only the count and the reason: the lines themselves may be the agent's output.
+        System.err.println("openshell gateway: " + lines + " log lines of sandbox " + sandbox.value() + " " + what
+                + " (" + tally + "): " + reason);
     }
 
     /** @return the announcement of a loss, cut like every line: a long reason must not make its batch unstorable */

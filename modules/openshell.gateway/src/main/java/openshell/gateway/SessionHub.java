@@ -72,6 +72,7 @@ final class SessionHub extends GatewaySessionGrpc.GatewaySessionImplBase {
     private final Clock clock;
     private final Map<String, Session> live = new ConcurrentHashMap<>();
     private final SandboxLogs logs;
+    private final LogWriter logWriter;
 
     SessionHub(SandboxStore store, TokenIssuer issuer, ScheduledExecutorService timers, Clock clock) {
         this.store = store;
@@ -79,6 +80,7 @@ final class SessionHub extends GatewaySessionGrpc.GatewaySessionImplBase {
         this.timers = timers;
         this.clock = clock;
         this.logs = new SandboxLogs(store, clock);
+        this.logWriter = new LogWriter(logs);
     }
 
     @Override
@@ -202,6 +204,7 @@ final class SessionHub extends GatewaySessionGrpc.GatewaySessionImplBase {
 
     void close() {
         live.values().forEach(s -> s.end(Status.UNAVAILABLE, "the gateway is stopping"));
+        logWriter.close();
     }
 
     private Session session(SandboxId id) {
@@ -253,7 +256,8 @@ final class SessionHub extends GatewaySessionGrpc.GatewaySessionImplBase {
                 case POLICY_OUTCOME -> Optional.ofNullable(policies.get(message.getPolicyOutcome().getRevisionId()))
                         .ifPresent(f -> f.complete(message.getPolicyOutcome()));
                 case TOKEN_ACK -> pendingAck.complete(message.getTokenAck().getCredentialEpoch());
-                case LOGS -> logs.append(new SandboxId(sandbox), message.getLogs().getLinesList());
+                // Never the store on this thread: it also takes the exec events (see LogWriter).
+                case LOGS -> logWriter.offer(new SandboxId(sandbox), message.getLogs().getLinesList());
                 case EXEC_EVENT -> execEvent(message.getExecEvent());
                 case HELLO -> end(Status.INVALID_ARGUMENT, "hello twice");
                 case KIND_NOT_SET -> end(Status.INVALID_ARGUMENT, "empty message");

@@ -93,6 +93,106 @@ class SandboxLogsTest {
         }
     }
 
+    /**
+     * The session's inbound thread hands lines to the writer and goes on: the row is held until
+     * the offer has returned, so an offer that waited for the store would have been refused
+     * {@link SandboxLogs#APPEND_ATTEMPTS} times and lost its lines.
+     */
+    @Test
+    void anOfferReturnsWhileTheStoreWaitsAndTheLinesAreKeptOnceItIsFree() throws Exception {
+        StoreConfig config = freshConfig();
+        try (SandboxStore store = storeWithTheSandbox(config)) {
+            LogWriter writer = new LogWriter(new SandboxLogs(store, CLOCK));
+            try (Connection holder = rowHeld(config)) {
+                assertTrue(writer.offer(ID, List.of("one", "two")));
+                holder.rollback();
+            }
+            writer.close();
+            assertEquals(List.of("one", "two"), store.logs(ID));
+        }
+    }
+
+    @Test
+    void aBatchPastTheWritersBoundIsCountedAsLostAndAnnounced() throws Exception {
+        StoreConfig config = freshConfig();
+        try (SandboxStore store = storeWithTheSandbox(config)) {
+            LogWriter writer = new LogWriter(new SandboxLogs(store, CLOCK), 2, LogWriter.MAX_PENDING_CHARS, LogWriter.DRAIN_WAIT);
+            String reported;
+            try (Connection holder = rowHeld(config)) {
+                assertTrue(writer.offer(ID, List.of("first")));
+                awaitTaken(writer); // the writer now waits for the row
+                assertTrue(writer.offer(ID, List.of("second")));
+                assertTrue(writer.offer(ID, List.of("third")));
+                reported = stderrOf(() -> assertFalse(writer.offer(ID, List.of("over", "the bound"))));
+                holder.rollback();
+            }
+            writer.close();
+            assertTrue(reported.startsWith("openshell gateway: 2 log lines of sandbox sb-logs not queued for the store "
+                    + "(2 so far): the store is 2 batches behind"), reported);
+            assertFalse(reported.contains("over"), "the lines themselves are never printed: " + reported);
+            List<String> kept = store.logs(ID);
+            List<String> announced = kept.stream().filter(l -> l.contains(" gateway: ")).toList();
+            assertEquals(1, announced.size(), kept.toString());
+            assertTrue(announced.getFirst().contains("2 log lines were lost before this one: the store is 2 batches behind"),
+                    announced.getFirst());
+            assertEquals(List.of("first", "second", "third"), kept.stream().filter(l -> !l.contains(" gateway: ")).toList());
+            assertTrue(kept.indexOf(announced.getFirst()) < kept.indexOf("second"), "announced before the next kept lines: " + kept);
+        }
+    }
+
+    @Test
+    void aBatchPastTheCharacterBoundIsCountedAsLostAndLongLinesCountAsCut() throws Exception {
+        StoreConfig config = freshConfig();
+        try (SandboxStore store = storeWithTheSandbox(config)) {
+            long bound = 2L * SandboxLogs.MAX_LINE_CHARS;
+            LogWriter writer = new LogWriter(new SandboxLogs(store, CLOCK), LogWriter.MAX_PENDING_BATCHES, bound,
+                    LogWriter.DRAIN_WAIT);
+            String reported;
+            try (Connection holder = rowHeld(config)) {
+                assertTrue(writer.offer(ID, List.of("taken")));
+                awaitTaken(writer);
+                // A line counts as much as is kept of it: two over-long lines fill the bound exactly.
+                String longLine = "l".repeat(SandboxLogs.MAX_LINE_CHARS + 100);
+                assertTrue(writer.offer(ID, List.of(longLine, longLine)));
+                reported = stderrOf(() -> assertFalse(writer.offer(ID, List.of("x"))));
+                holder.rollback();
+            }
+            writer.close();
+            assertTrue(reported.startsWith("openshell gateway: 1 log lines of sandbox sb-logs not queued for the store "
+                    + "(1 so far): the store is behind by more than " + bound + " characters of log lines"), reported);
+            assertEquals(List.of("taken", "l".repeat(SandboxLogs.MAX_LINE_CHARS), "l".repeat(SandboxLogs.MAX_LINE_CHARS)),
+                    store.logs(ID).stream().filter(l -> !l.contains(" gateway: ")).toList());
+        }
+    }
+
+    @Test
+    void whatTheStoreDidNotTakeByTheDrainWaitIsCountedAndLaterOffersToo() throws Exception {
+        StoreConfig config = freshConfig();
+        try (SandboxStore store = storeWithTheSandbox(config)) {
+            LogWriter writer = new LogWriter(new SandboxLogs(store, CLOCK), 4, LogWriter.MAX_PENDING_CHARS, java.time.Duration.ofMillis(100));
+            String atClose;
+            String afterClose;
+            try (Connection holder = rowHeld(config)) {
+                assertTrue(writer.offer(ID, List.of("taken")));
+                awaitTaken(writer);
+                assertTrue(writer.offer(ID, List.of("left", "behind")));
+                atClose = stderrOf(writer::close);
+                afterClose = stderrOf(() -> assertFalse(writer.offer(ID, List.of("late"))));
+                holder.rollback();
+            }
+            assertTrue(atClose.startsWith("openshell gateway: 2 log lines of sandbox sb-logs not written (2 so far): "
+                    + "the gateway stopped before the store took them (waited 100 ms)"), atClose);
+            assertTrue(afterClose.startsWith("openshell gateway: 1 log lines of sandbox sb-logs not queued for the store "
+                    + "(3 so far): the gateway is stopping"), afterClose);
+            // The batch the writer was on when the row came free is still written; then the writer ends.
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(WAIT_SECONDS);
+            while (!store.logs(ID).contains("taken") && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            assertEquals(List.of("taken"), store.logs(ID));
+        }
+    }
+
     @Test
     void lossesAreRememberedForAtMostTheBoundOfSandboxes() throws Exception {
         SandboxStore store = storeWithTheSandbox(freshConfig());
@@ -119,6 +219,18 @@ class SandboxLogsTest {
             assertEquals(SandboxLogs.MAX_LINE_CHARS, logs.lossLine(3, "r".repeat(2 * SandboxLogs.MAX_LINE_CHARS)).length());
             assertTrue(logs.append(ID, List.of(logs.lossLine(3, "r".repeat(2 * SandboxLogs.MAX_LINE_CHARS)))));
         }
+    }
+
+    /** Longest wait in these tests for the writer thread to reach a state. */
+    private static final long WAIT_SECONDS = 30;
+
+    /** Waits until the writer took every queued batch (it is then in the store, waiting for the row). */
+    private static void awaitTaken(LogWriter writer) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(WAIT_SECONDS);
+        while (writer.pendingBatches() > 0 && System.nanoTime() < deadline) {
+            Thread.sleep(1);
+        }
+        assertEquals(0, writer.pendingBatches(), "the writer took the batch");
     }
 
     /** How long a statement waits for a row another transaction holds (H2's default, as a session sees it). */
