@@ -135,16 +135,12 @@ final class LogWriter implements AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        boolean left = false;
-        for (Object next; (next = pending.poll()) != null; ) {
-            if (next instanceof Batch batch) {
-                left = true;
+        // What the writer has not taken; the stop marker stays, so it ends after the batch it is on.
+        for (Object next : pending) {
+            if (next instanceof Batch batch && pending.remove(batch)) {
                 logs.lose(batch.sandbox(), batch.lines().size(), "not written",
                         "the gateway stopped before the store took them (waited " + drainWait.toMillis() + " ms)");
             }
-        }
-        if (left) {
-            pending.add(STOP); // the writer ends after the batch it is on
         }
     }
 }
