@@ -77,6 +77,11 @@ final class IdentityCapture {
         }
     }
 
+    /** @return this process's effective uid (as {@code /proc/self/status} gives it) */
+    static int selfUid() {
+        return SELF_UID;
+    }
+
     synchronized long digestsComputed() {
         return computed;
     }

@@ -212,7 +212,7 @@ public final class SandboxMain {
             });
             StartupProbes.Report report = StartupProbes.run(network);
             // The resolver view and the DNS relay exist before any workload process could look for them.
-            runtimeDirectory = Files.createTempDirectory("openshell-sandbox");
+            runtimeDirectory = RuntimeDirectory.create(channelOf(args), IdentityCapture.selfUid());
             ResolverView.install(runtimeDirectory, Path.of("/etc/resolv.conf"));
             // The runtime closes the broker and the process tree; the process exits right after anyway.
             NetworkBroker broker = new NetworkBroker(network, ProcessHandle.current().pid(), NetworkBroker.DECISION_WAIT);
@@ -231,7 +231,7 @@ public final class SandboxMain {
                         return EXIT_USAGE;
                     }
                 }
-                return serve(launch, report, broker, trust, relay);
+                return serve(launch, report, broker, trust, relay, runtimeDirectory);
             }
         } catch (BackendException | LinuxException | ProtocolException | IOException | UncheckedIOException e) {
             System.err.println("openshell-sandbox: refusing to serve: " + e.getMessage());
@@ -239,18 +239,22 @@ public final class SandboxMain {
         } finally {
             if (runtimeDirectory != null) {
                 try {
-                    Files.deleteIfExists(runtimeDirectory.resolve("resolv.conf"));
-                    for (int i = 0; i < TrustStoreView.SYSTEM_BUNDLES.size(); i++) {
-                        Files.deleteIfExists(runtimeDirectory.resolve("trust-" + i + ".pem"));
-                    }
-                    for (int i = 0; i < TrustStoreView.MAX_JAVA_KEYSTORES; i++) {
-                        Files.deleteIfExists(runtimeDirectory.resolve("trust-java-" + i + ".p12"));
-                    }
-                    Files.deleteIfExists(runtimeDirectory);
+                    RuntimeDirectory.remove(runtimeDirectory);
                 } catch (IOException e) {
                     System.err.println("openshell-sandbox: cannot remove " + runtimeDirectory + ": " + e.getMessage());
                 }
             }
+        }
+    }
+
+    /** The {@code --channel} argument, which a warm spare has before its late arguments. */
+    static Optional<Path> channelOf(List<String> args) {
+        int at = args.indexOf("--channel");
+        try {
+            return at >= 0 && at + 1 < args.size() ? Optional.of(Path.of(args.get(at + 1))) : Optional.empty();
+        } catch (java.nio.file.InvalidPathException e) {
+            // Not a path at all: the launch's own parse refuses it (or the dial fails) with a clear error.
+            return Optional.empty();
         }
     }
 
@@ -266,7 +270,7 @@ public final class SandboxMain {
 
     /** From the bundle on: the workspace, the process tree, the endpoint; then serving until the exit. */
     private static int serve(Launch launch, StartupProbes.Report report, NetworkBroker broker, TrustStoreView trust,
-                             DnsRelay relay) throws IOException {
+                             DnsRelay relay, Path runtimeDirectory) throws IOException {
         LaunchArguments arguments = launch.arguments();
         RuntimeBundle bundle = launch.bundle();
         Path workspace = arguments.workspace().map(Path::of).orElse(null);
@@ -293,7 +297,7 @@ public final class SandboxMain {
                     + "\",\"interfaces\":\"" + report.interfaces() + "\",\"directEgressFailed\":"
                     + !report.egressErrors().isEmpty() + ",\"bundleBytes\":" + launch.bundleBytes() + ",\"dumpable\":"
                     + ProcessControl.dumpable() + ",\"dnsRelay\":\"" + relay.address() + "\",\"workspace\":\""
-                    + workspace + "\"}");
+                    + workspace + "\",\"runtimeDirectory\":\"" + runtimeDirectory + "\"}");
             System.out.flush();
             return serve(control, endpoint);
         }

@@ -53,11 +53,24 @@ class ImagePairTest {
     private static final int WORKLOAD_ID = 1000;
     /** Most of a JVM's resident AOT-cache pages that may be its own copies: about 40 % mapped in place, 80 relocated. */
     private static final int MAX_PRIVATE_CACHE_PERCENT = 60;
+    private static final Pattern RUNTIME_DIRECTORY = Pattern.compile("\"serving\":true,.*\"runtimeDirectory\":\"([^\"]+)\"");
+    private static final Path TEMPORARY = Path.of("/tmp");
     private static final Pattern READY = Pattern.compile("\\{\"ready\":true,\"admin\":\"(http://127\\.0\\.0\\.1:\\d+)\"");
 
     @Test
     void theImagesRunASandboxAnswerTheirProbesAndEndOnSigterm() throws Exception {
-        runPair(0);
+        runPair(0, true);
+    }
+
+    /**
+     * A sandbox deleted while it runs: the driver kills the runtime with its pid namespace, so the
+     * runtime cannot clean up after itself. Its files (the resolver view, the trust bundles) were
+     * in the sandbox's run directory, which the delete removes; nothing is left in the host's
+     * temporary directory (each such sandbox used to leave ~400 KB there).
+     */
+    @Test
+    void aSandboxDeletedWhileItRunsLeavesNoRuntimeFilesOnTheHost() throws Exception {
+        runPair(0, false);
     }
 
     /**
@@ -66,10 +79,10 @@ class ImagePairTest {
      */
     @Test
     void aWarmSpareOfTheImagesBecomesTheSandbox() throws Exception {
-        runPair(1);
+        runPair(1, true);
     }
 
-    private void runPair(int spares) throws Exception {
+    private void runPair(int spares, boolean sigterm) throws Exception {
         if (!"root".equals(System.getProperty("user.name"))) {
             fail("this test needs root: the process driver maps a private uid range for each sandbox");
         }
@@ -104,11 +117,13 @@ class ImagePairTest {
         Optional<Path> spare = spares == 0 ? Optional.empty() : Optional.of(awaitWaitingSpare(stateRoot));
         SandboxContext context = new SandboxContext(id, session, PolicySnapshot.of(1, policy.getBytes(StandardCharsets.UTF_8)),
                 new AgentSpec(argv, env, workspace.toString()), new WorkloadIdentity(WORKLOAD_ID, WORKLOAD_ID, List.of()));
+        List<Path> temporaryBefore = runtimeTemporaries();
         Provisioned provisioned = driver.create(new LaunchPlan(context, 1,
                 LaunchMaterial.of(minted.supervisorBundle(), minted.runtimeBundle()), Map.of("workspace", workspace.toString())));
         Path logs = stateRoot.resolve("process/sandboxes").resolve(id.value());
         java.util.Properties state = new java.util.Properties();
         state.load(new java.io.StringReader(new String(provisioned.state(), StandardCharsets.ISO_8859_1)));
+        Path runtimeDirectory = null;
         try {
             spare.ifPresent(dir -> assertFalse(Files.exists(dir), "the spare's logs became the sandbox's"));
             String admin = awaitReady(logs);
@@ -140,6 +155,14 @@ class ImagePairTest {
                         jvm.getValue() + " is mostly private copies, not shared pages: " + pages);
             }
 
+            // The runtime's own files are in the run directory it dials its supervisor in (the
+            // sandbox's, or the spare's it was), which the driver removes.
+            Matcher serving = RUNTIME_DIRECTORY.matcher(text(logs.resolve("runtime.log")));
+            assertTrue(serving.find(), "the serving line names the runtime directory" + dump(logs));
+            runtimeDirectory = Path.of(serving.group(1));
+            assertEquals(runRoot, runtimeDirectory.getParent().getParent(), dump(logs));
+            assertTrue(Files.isRegularFile(runtimeDirectory.resolve("resolv.conf")), "the resolver view's file" + dump(logs));
+
             HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
             assertEquals(200, get(http, admin + "/healthz").statusCode());
             HttpResponse<String> ready = get(http, admin + "/readyz");
@@ -148,21 +171,8 @@ class ImagePairTest {
             assertEquals(200, metrics.statusCode());
             assertTrue(metrics.body().contains("openshell_"), metrics.body());
 
-            // What the two programs log from SIGTERM on (a link retried while starting may have logged before).
-            long supervisorMark = Files.size(logs.resolve("supervisor.log"));
-            long runtimeMark = Files.size(logs.resolve("runtime.log"));
-            supervisor.destroy();
-            assertTrue(await(supervisor, SUPERVISOR_EXIT), "the supervisor ended within " + SUPERVISOR_EXIT + " of SIGTERM" + dump(logs));
-            assertTrue(agent(marker).isEmpty(), "SIGTERM to the supervisor terminated the boundary: the agent is gone" + dump(logs));
-            for (ProcessHandle p : runtimeTree) {
-                assertTrue(await(p, RUNTIME_EXIT), "the runtime's process " + p.pid() + " " + p.info().commandLine().orElse("")
-                        + " ended within " + RUNTIME_EXIT + " of its supervisor" + dump(logs));
-            }
-            for (Map.Entry<String, Long> log : Map.of("supervisor.log", supervisorMark, "runtime.log", runtimeMark).entrySet()) {
-                byte[] all = Files.readAllBytes(logs.resolve(log.getKey()));
-                String text = new String(all, (int) (long) log.getValue(), all.length - (int) (long) log.getValue(), StandardCharsets.UTF_8);
-                assertFalse(text.contains("Exception in thread") || text.lines().anyMatch(l -> l.startsWith("\tat ")),
-                        log.getKey() + " shows a stack trace after SIGTERM: the image did not end cleanly" + dump(logs));
+            if (sigterm) {
+                terminate(supervisor, runtimeTree, marker, logs);
             }
         } finally {
             try {
@@ -171,12 +181,47 @@ class ImagePairTest {
                 driver.close();
             }
         }
+        afterDelete(runRoot, id, marker, runtimeDirectory, temporaryBefore);
+    }
+
+    /** SIGTERM to the supervisor ends the agent, the supervisor and then the runtime, without a stack trace. */
+    private static void terminate(ProcessHandle supervisor, List<ProcessHandle> runtimeTree, String marker, Path logs)
+            throws IOException, InterruptedException {
+        // What the two programs log from SIGTERM on (a link retried while starting may have logged before).
+        long supervisorMark = Files.size(logs.resolve("supervisor.log"));
+        long runtimeMark = Files.size(logs.resolve("runtime.log"));
+        supervisor.destroy();
+        assertTrue(await(supervisor, SUPERVISOR_EXIT), "the supervisor ended within " + SUPERVISOR_EXIT + " of SIGTERM" + dump(logs));
+        assertTrue(agent(marker).isEmpty(), "SIGTERM to the supervisor terminated the boundary: the agent is gone" + dump(logs));
+        for (ProcessHandle p : runtimeTree) {
+            assertTrue(await(p, RUNTIME_EXIT), "the runtime's process " + p.pid() + " " + p.info().commandLine().orElse("")
+                    + " ended within " + RUNTIME_EXIT + " of its supervisor" + dump(logs));
+        }
+        for (Map.Entry<String, Long> log : Map.of("supervisor.log", supervisorMark, "runtime.log", runtimeMark).entrySet()) {
+            byte[] all = Files.readAllBytes(logs.resolve(log.getKey()));
+            String text = new String(all, (int) (long) log.getValue(), all.length - (int) (long) log.getValue(), StandardCharsets.UTF_8);
+            assertFalse(text.contains("Exception in thread") || text.lines().anyMatch(l -> l.startsWith("\tat ")),
+                    log.getKey() + " shows a stack trace after SIGTERM: the image did not end cleanly" + dump(logs));
+        }
+    }
+
+    private static void afterDelete(Path runRoot, SandboxId id, String marker, Path runtimeDirectory,
+                                    List<Path> temporaryBefore) throws IOException {
+        assertFalse(Files.exists(runtimeDirectory), "the runtime's directory is gone: " + runtimeDirectory);
+        assertEquals(temporaryBefore, runtimeTemporaries(), "the runtime left nothing in " + TEMPORARY);
         assertFalse(Files.exists(runRoot.resolve(id.value())), "the run directory is gone");
         try (java.util.stream.Stream<Path> left = Files.list(runRoot)) {
             assertEquals(List.of(), left.toList(), "nothing of the sandbox or of a spare is left in the run root");
         }
         Files.delete(runRoot);
         assertTrue(agent(marker).isEmpty());
+    }
+
+    /** What runtimes made in the host's temporary directory (where their files were before). */
+    private static List<Path> runtimeTemporaries() throws IOException {
+        try (java.util.stream.Stream<Path> all = Files.list(TEMPORARY)) {
+            return all.filter(p -> p.getFileName().toString().startsWith("openshell-sandbox")).sorted().toList();
+        }
     }
 
     private static String awaitReady(Path logs) throws InterruptedException {
