@@ -12,9 +12,7 @@ import openshell.isolation.IdentityResolution;
 import java.util.Set;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -90,8 +88,7 @@ final class NetworkBroker implements NetworkMediationSource {
     private volatile java.util.function.Consumer<PendingDnsQuery> directDns;
     private final Set<TcpOpen> undecided = ConcurrentHashMap.newKeySet();
     private final Set<RelayChannel> openRelays = ConcurrentHashMap.newKeySet();
-    private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(
-            r -> Thread.ofPlatform().daemon(true).name("broker-decision-timer").unstarted(r));
+    private final java.util.concurrent.ScheduledThreadPoolExecutor timer = decisionTimer();
     private volatile boolean closed;
     /** Whether a supervisor takes pending connections now; until the first one it is assumed (nothing runs yet). */
     private volatile boolean supervised = true;
@@ -113,6 +110,24 @@ final class NetworkBroker implements NetworkMediationSource {
         this.network = network;
         this.identities = new IdentityCapture(runtimePid);
         this.decisionWait = decisionWait;
+    }
+
+    /**
+     * The timer of the decision bound. A decided connect's expiry leaves its queue when it is
+     * cancelled, not {@link #DECISION_WAIT} later: at 1,000 connects a second the queue would
+     * otherwise hold some 30,000 cancelled expiries, each keeping its connect (identity, command
+     * line) on the heap.
+     */
+    private static java.util.concurrent.ScheduledThreadPoolExecutor decisionTimer() {
+        java.util.concurrent.ScheduledThreadPoolExecutor timer = new java.util.concurrent.ScheduledThreadPoolExecutor(1,
+                r -> Thread.ofPlatform().daemon(true).name("broker-decision-timer").unstarted(r));
+        timer.setRemoveOnCancelPolicy(true);
+        return timer;
+    }
+
+    /** @return decision bounds scheduled and not yet run or cancelled (for leak checks) */
+    int scheduledExpiries() {
+        return timer.getQueue().size();
     }
 
     private static InetAddress address(int a, int b, int c, int d) {

@@ -65,6 +65,8 @@ class BrokerTest {
             assertEquals(List.of(), identity.ancestors(), "bash is the workload's root");
             assertEquals("bash", identity.diagnosticCmdline().get(0));
             assertTrue(opens.get(0).socket().inode() > 0);
+            // Each decided connect's 30 s bound left the timer when it was decided (not 30 s later).
+            assertEquals(0, sandbox.broker.scheduledExpiries(), "decided connects leave no expiry queued");
         }
     }
 
