@@ -43,7 +43,12 @@ final class RuntimeDirectory {
         }
         try (DirectoryStream<Path> stale = Files.newDirectoryStream(home.get(), PREFIX + "*")) {
             for (Path dir : stale) {
-                remove(dir);
+                try {
+                    remove(dir);
+                } catch (IOException e) {
+                    // Left for the driver's delete of the run directory; this launch does not depend on it.
+                    System.err.println("openshell-sandbox: cannot remove an earlier runtime's " + dir + ": " + e.getMessage());
+                }
             }
         }
         return Files.createTempDirectory(home.get(), PREFIX);

@@ -48,6 +48,21 @@ class RuntimeDirectoryTest {
     }
 
     @Test
+    void anEarlierRuntimeDirectoryThatCannotBeRemovedDoesNotStopTheLaunch() throws IOException {
+        Path run = directory("run", "rwx------");
+        Path stale = Files.createDirectories(run.resolve(RuntimeDirectory.PREFIX + "odd").resolve("nested"));
+        Files.writeString(stale.resolve("file"), "x");
+
+        Path made = RuntimeDirectory.create(Optional.of(run.resolve("supervisor.sock")), SELF);
+        try {
+            assertEquals(run, made.getParent());
+            assertTrue(Files.exists(stale), "left for the driver's delete");
+        } finally {
+            RuntimeDirectory.remove(made);
+        }
+    }
+
+    @Test
     void aChannelDirectoryOthersMayEnterIsNotUsed() throws IOException {
         for (String mode : List.of("rwx--x--x", "rwxr-x---", "rwx----w-")) {
             Path run = directory("shared-" + mode.replace('-', '_'), mode);
