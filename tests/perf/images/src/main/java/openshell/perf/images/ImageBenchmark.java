@@ -289,7 +289,42 @@ public final class ImageBenchmark {
                     .field("openshell-supervisor", round((cpuMillis(supervisorJvm.pid()) - supervisorBefore) / seconds))
                     .field("what", "user + system CPU of each JVM of the same idle sandbox over " + IDLE_CPU_WINDOW.toSeconds()
                             + " s (10 ms ticks)").close();
+            secondSandbox(json, work, sandbox, supervisor, runtime, supervisorJvm);
         }
+    }
+
+    /**
+     * A second idle sandbox of the same images beside the first: each JVM's proportional set
+     * (PSS, its private pages plus its share of the pages both map: {@code libjvm.so}, the AOT
+     * cache, {@code lib/modules}), the part of the resident set a further sandbox adds to the host.
+     */
+    private static void secondSandbox(Json json, Path work, Path sandbox, Path supervisor, ProcessHandle runtime,
+                                      ProcessHandle supervisorJvm) throws Exception {
+        try (SandboxPair second = SandboxPair.launch(work, supervisor.resolve("bin/openshell-supervisor"),
+                sandbox.resolve("bin/openshell-sandbox"), List.of("/bin/sleep", "600"))) {
+            second.awaitReady(sandbox.resolve("bin/java"));
+            Thread.sleep(PAIR_SETTLE);
+            ProcessHandle runtime2 = second.process(sandbox.resolve("bin/java"))
+                    .orElseThrow(() -> new IllegalStateException("no second runtime JVM" + second.dump()));
+            ProcessHandle supervisor2 = second.process(supervisor.resolve("bin/java"))
+                    .orElseThrow(() -> new IllegalStateException("no second supervisor JVM" + second.dump()));
+            json.object("two_sandboxes_pss_mib")
+                    .field("openshell-sandbox", round((pss(runtime.pid()) + pss(runtime2.pid())) / 2))
+                    .field("openshell-supervisor", round((pss(supervisorJvm.pid()) + pss(supervisor2.pid())) / 2))
+                    .field("openshell-sandbox_rss", round((rss(runtime.pid()) + rss(runtime2.pid())) / 2))
+                    .field("what", "mean PSS (and VmRSS) of each image's JVM with two idle sandboxes of the same images, "
+                            + PAIR_SETTLE.toSeconds() + " s after the second one's ready line").close();
+        }
+    }
+
+    /** The proportional set size from {@code /proc/PID/smaps_rollup}. */
+    static double pss(long pid) throws IOException {
+        for (String line : Files.readAllLines(Path.of("/proc", Long.toString(pid), "smaps_rollup"))) {
+            if (line.startsWith("Pss:")) {
+                return round(Long.parseLong(line.replaceAll("\\D", "")) / 1024.0);
+            }
+        }
+        throw new IllegalStateException("no Pss for " + pid);
     }
 
     private static double rss(long pid) throws IOException {
