@@ -92,6 +92,15 @@ final class LogWriter implements AutoCloseable {
         return false;
     }
 
+    /** @return where the writer thread is now (for a test's failure message) */
+    String writerState() {
+        StringBuilder where = new StringBuilder(thread.getName()).append(' ').append(thread.getState());
+        for (StackTraceElement frame : thread.getStackTrace()) {
+            where.append("\n\tat ").append(frame);
+        }
+        return where.toString();
+    }
+
     /** @return batches queued and not yet taken by the writer */
     int pendingBatches() {
         return (int) pending.stream().filter(Batch.class::isInstance).count();
