@@ -13,6 +13,7 @@ import java.util.Set;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -88,7 +89,7 @@ final class NetworkBroker implements NetworkMediationSource {
     private volatile java.util.function.Consumer<PendingDnsQuery> directDns;
     private final Set<TcpOpen> undecided = ConcurrentHashMap.newKeySet();
     private final Set<RelayChannel> openRelays = ConcurrentHashMap.newKeySet();
-    private final java.util.concurrent.ScheduledThreadPoolExecutor timer = decisionTimer();
+    private final ScheduledThreadPoolExecutor timer = decisionTimer();
     private volatile boolean closed;
     /** Whether a supervisor takes pending connections now; until the first one it is assumed (nothing runs yet). */
     private volatile boolean supervised = true;
@@ -118,8 +119,8 @@ final class NetworkBroker implements NetworkMediationSource {
      * otherwise hold some 30,000 cancelled expiries, each keeping its connect (identity, command
      * line) on the heap.
      */
-    private static java.util.concurrent.ScheduledThreadPoolExecutor decisionTimer() {
-        java.util.concurrent.ScheduledThreadPoolExecutor timer = new java.util.concurrent.ScheduledThreadPoolExecutor(1,
+    private static ScheduledThreadPoolExecutor decisionTimer() {
+        ScheduledThreadPoolExecutor timer = new ScheduledThreadPoolExecutor(1,
                 r -> Thread.ofPlatform().daemon(true).name("broker-decision-timer").unstarted(r));
         timer.setRemoveOnCancelPolicy(true);
         return timer;

@@ -60,9 +60,9 @@ final class RuntimeDirectory {
      */
     static boolean privateTo(Path dir, int uid) {
         try {
-            Map<String, Object> a = Files.readAttributes(dir, "unix:uid,mode", LinkOption.NOFOLLOW_LINKS);
+            Map<String, Object> a = Files.readAttributes(dir, "unix:isDirectory,uid,mode", LinkOption.NOFOLLOW_LINKS);
             int mode = (Integer) a.get("mode");
-            return Files.isDirectory(dir, LinkOption.NOFOLLOW_LINKS) && (Integer) a.get("uid") == uid && (mode & 077) == 0;
+            return (Boolean) a.get("isDirectory") && (Integer) a.get("uid") == uid && (mode & 077) == 0;
         } catch (IOException | UnsupportedOperationException e) {
             return false;
         }

@@ -256,14 +256,9 @@ public final class ImageBenchmark {
 
     /** Resident sets of one idle sandbox with one agent, launched from the images by the process driver. */
     static void pairRss(Json json, Path work, Path sandbox, Path supervisor) throws Exception {
-        try (SandboxPair pair = SandboxPair.launch(work, supervisor.resolve("bin/openshell-supervisor"),
-                sandbox.resolve("bin/openshell-sandbox"), List.of("/bin/sleep", "600"))) {
-            pair.awaitReady(sandbox.resolve("bin/java"));
-            Thread.sleep(PAIR_SETTLE);
-            ProcessHandle runtime = pair.process(sandbox.resolve("bin/java"))
-                    .orElseThrow(() -> new IllegalStateException("no runtime JVM" + pair.dump()));
-            ProcessHandle supervisorJvm = pair.process(supervisor.resolve("bin/java"))
-                    .orElseThrow(() -> new IllegalStateException("no supervisor JVM" + pair.dump()));
+        try (IdlePair pair = IdlePair.launch(work, sandbox, supervisor)) {
+            ProcessHandle runtime = pair.runtime();
+            ProcessHandle supervisorJvm = pair.supervisor();
             double runtimeRss = rss(runtime.pid());
             double supervisorRss = rss(supervisorJvm.pid());
             json.object("openshell-sandbox").field("value", runtimeRss).field("budget", SANDBOX_RSS_BUDGET_MIB)
@@ -300,14 +295,9 @@ public final class ImageBenchmark {
      */
     private static void secondSandbox(Json json, Path work, Path sandbox, Path supervisor, ProcessHandle runtime,
                                       ProcessHandle supervisorJvm) throws Exception {
-        try (SandboxPair second = SandboxPair.launch(work, supervisor.resolve("bin/openshell-supervisor"),
-                sandbox.resolve("bin/openshell-sandbox"), List.of("/bin/sleep", "600"))) {
-            second.awaitReady(sandbox.resolve("bin/java"));
-            Thread.sleep(PAIR_SETTLE);
-            ProcessHandle runtime2 = second.process(sandbox.resolve("bin/java"))
-                    .orElseThrow(() -> new IllegalStateException("no second runtime JVM" + second.dump()));
-            ProcessHandle supervisor2 = second.process(supervisor.resolve("bin/java"))
-                    .orElseThrow(() -> new IllegalStateException("no second supervisor JVM" + second.dump()));
+        try (IdlePair second = IdlePair.launch(work, sandbox, supervisor)) {
+            ProcessHandle runtime2 = second.runtime();
+            ProcessHandle supervisor2 = second.supervisor();
             json.object("two_sandboxes_pss_mib")
                     .field("openshell-sandbox", round((pss(runtime.pid()) + pss(runtime2.pid())) / 2))
                     .field("openshell-supervisor", round((pss(supervisorJvm.pid()) + pss(supervisor2.pid())) / 2))
@@ -317,23 +307,51 @@ public final class ImageBenchmark {
         }
     }
 
-    /** The proportional set size from {@code /proc/PID/smaps_rollup}. */
-    static double pss(long pid) throws IOException {
-        for (String line : Files.readAllLines(Path.of("/proc", Long.toString(pid), "smaps_rollup"))) {
-            if (line.startsWith("Pss:")) {
-                return round(Long.parseLong(line.replaceAll("\\D", "")) / 1024.0);
+    /**
+     * One idle sandbox with one agent, launched from the images by the process driver, once its
+     * supervisor is ready and {@link #PAIR_SETTLE} has passed, with both of its JVMs.
+     */
+    private record IdlePair(SandboxPair pair, ProcessHandle runtime, ProcessHandle supervisor) implements AutoCloseable {
+        static IdlePair launch(Path work, Path sandbox, Path supervisor) throws Exception {
+            SandboxPair pair = SandboxPair.launch(work, supervisor.resolve("bin/openshell-supervisor"),
+                    sandbox.resolve("bin/openshell-sandbox"), List.of("/bin/sleep", "600"));
+            try {
+                pair.awaitReady(sandbox.resolve("bin/java"));
+                Thread.sleep(PAIR_SETTLE);
+                ProcessHandle runtime = pair.process(sandbox.resolve("bin/java"))
+                        .orElseThrow(() -> new IllegalStateException("no runtime JVM" + pair.dump()));
+                ProcessHandle supervisorJvm = pair.process(supervisor.resolve("bin/java"))
+                        .orElseThrow(() -> new IllegalStateException("no supervisor JVM" + pair.dump()));
+                return new IdlePair(pair, runtime, supervisorJvm);
+            } catch (Exception | Error e) {
+                pair.close();
+                throw e;
             }
         }
-        throw new IllegalStateException("no Pss for " + pid);
+
+        @Override
+        public void close() {
+            pair.close();
+        }
+    }
+
+    /** The proportional set size from {@code /proc/PID/smaps_rollup}. */
+    static double pss(long pid) throws IOException {
+        return procMib(pid, "smaps_rollup", "Pss:");
     }
 
     private static double rss(long pid) throws IOException {
-        for (String line : Files.readAllLines(Path.of("/proc", Long.toString(pid), "status"))) {
-            if (line.startsWith("VmRSS:")) {
+        return procMib(pid, "status", "VmRSS:");
+    }
+
+    /** A {@code kB} field of a {@code /proc/PID} file, in MiB. */
+    private static double procMib(long pid, String file, String field) throws IOException {
+        for (String line : Files.readAllLines(Path.of("/proc", Long.toString(pid), file))) {
+            if (line.startsWith(field)) {
                 return round(Long.parseLong(line.replaceAll("\\D", "")) / 1024.0);
             }
         }
-        throw new IllegalStateException("no VmRSS for " + pid);
+        throw new IllegalStateException("no " + field + " in /proc/" + pid + "/" + file);
     }
 
     /**
@@ -422,12 +440,7 @@ public final class ImageBenchmark {
             if (p.waitFor(SETTLE.toMillis(), TimeUnit.MILLISECONDS)) {
                 throw new IllegalStateException("the runtime ended while idle: " + err.get(WAIT.toSeconds(), TimeUnit.SECONDS));
             }
-            for (String line : Files.readAllLines(Path.of("/proc", Long.toString(p.pid()), "status"))) {
-                if (line.startsWith("VmRSS:")) {
-                    return round(Long.parseLong(line.replaceAll("\\D", "")) / 1024.0);
-                }
-            }
-            throw new IllegalStateException("no VmRSS for " + p.pid());
+            return rss(p.pid());
         } finally {
             p.destroy();
             p.waitFor(WAIT.toSeconds(), TimeUnit.SECONDS);
