@@ -7,6 +7,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
 import java.security.MessageDigest;
+import java.time.Duration;
+import java.time.Instant;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.HexFormat;
@@ -27,8 +29,16 @@ import openshell.isolation.IdentityResolution;
  * the blocked caller and not to a recycled PID.
  */
 final class IdentityCapture {
-    /** Digests remembered, keyed by device, inode, size and mtime; the oldest is forgotten first. */
+    /** Digests remembered, keyed by device, inode, size, mtime and ctime; the oldest is forgotten first. */
     static final int MAX_CACHED_DIGESTS = 1024;
+    /**
+     * How old a file's ctime must be before its digest is remembered. Anyone who may write a file
+     * can set its mtime back ({@code touch -d}), but not its ctime, which every write, chmod and
+     * utimes moves to the clock's now; a filesystem whose timestamps are coarse (one tick, or whole
+     * seconds on ext4 with small inodes) could give a rewrite within the same tick the same ctime,
+     * so a file changed less than this long ago is hashed on every capture instead.
+     */
+    static final Duration CTIME_SETTLE = Duration.ofSeconds(2);
     /** This process's effective uid and gid, for {@link #plainlyReadable}. */
     private static final int SELF_UID = selfId("Uid:");
     private static final int SELF_GID = selfId("Gid:");
@@ -37,7 +47,12 @@ final class IdentityCapture {
     /** What the kernel appends to {@code /proc/<pid>/exe} once the executable was unlinked. */
     static final String DELETED = " (deleted)";
 
-    private record FileKey(long device, long inode, long size, FileTime modified) {
+    /**
+     * What the digest is remembered by. Linux keeps a change counter (i_version) too, but gives it
+     * to nfsd only: statx masks STATX_CHANGE_COOKIE out for user space, so ctime is the most that
+     * can be read here.
+     */
+    private record FileKey(long device, long inode, long size, FileTime modified, FileTime changed) {
     }
 
     private final long runtimePid;
@@ -95,7 +110,7 @@ final class IdentityCapture {
         Optional<String> digest;
         try {
             // One stat for both the permission check and the digest cache's key.
-            Map<String, Object> a = Files.readAttributes(exeLink, "unix:uid,gid,mode,dev,ino,size,lastModifiedTime");
+            Map<String, Object> a = Files.readAttributes(exeLink, "unix:uid,gid,mode,dev,ino,size,lastModifiedTime,ctime");
             digest = plainlyReadable(a) ? digest(exeLink, key(a)) : Optional.empty();
         } catch (java.nio.file.AccessDeniedException e) {
             // Executable but not readable by the runtime (an unmapped owner's file): a path, no digest.
@@ -148,23 +163,29 @@ final class IdentityCapture {
             }
         }
         String hex = HexFormat.of().formatHex(sha.digest());
-        // Cache only if the file did not change while it was read.
-        if (key(exeLink).equals(before)) {
-            synchronized (this) {
+        // Cache only if the file did not change while it was read, and its last change is settled.
+        boolean keep = key(exeLink).equals(before) && settled(before.changed());
+        synchronized (this) {
+            computed++;
+            if (keep) {
                 digests.put(before, hex);
-                computed++;
             }
         }
         return Optional.of(hex);
     }
 
     private static FileKey key(Path exeLink) throws IOException {
-        return key(Files.readAttributes(exeLink, "unix:dev,ino,size,lastModifiedTime"));
+        return key(Files.readAttributes(exeLink, "unix:dev,ino,size,lastModifiedTime,ctime"));
     }
 
     private static FileKey key(Map<String, Object> a) {
         return new FileKey(((Number) a.get("dev")).longValue(), ((Number) a.get("ino")).longValue(),
-                ((Number) a.get("size")).longValue(), (FileTime) a.get("lastModifiedTime"));
+                ((Number) a.get("size")).longValue(), (FileTime) a.get("lastModifiedTime"), (FileTime) a.get("ctime"));
+    }
+
+    /** Whether a file changed at {@code changed} could not be changed again with the same ctime. */
+    private static boolean settled(FileTime changed) {
+        return changed.toInstant().plus(CTIME_SETTLE).isBefore(Instant.now());
     }
 
     static int parentOf(int pid) throws IOException {

@@ -15,7 +15,7 @@ import openshell.isolation.BinaryIdentity;
 import openshell.isolation.IdentityResolution;
 import org.junit.jupiter.api.Test;
 
-/** Digests are cached by device, inode, size and mtime, and recomputed when the file changes. */
+/** Digests are cached by device, inode, size, mtime and ctime, and recomputed when the file changes. */
 class IdentityCaptureTest {
 
     private static BinaryIdentity capture(IdentityCapture capture, Path binary) throws Exception {
@@ -47,19 +47,67 @@ class IdentityCaptureTest {
         Files.copy(Path.of("/usr/bin/sleep"), binary);
         binary.toFile().setExecutable(true);
         IdentityCapture capture = new IdentityCapture(ProcessHandle.current().pid());
+        capture(capture, binary);
+        capture(capture, binary);
+        assertEquals(2, capture.digestsComputed(), "a file changed just now is not remembered");
+        Thread.sleep(IdentityCapture.CTIME_SETTLE.toMillis());
         BinaryIdentity first = capture(capture, binary);
         assertEquals(binary.toString(), first.path());
         assertEquals(TestSandbox.sha256(binary.toString()), first.executable().sha256().orElseThrow());
         assertEquals(List.of(), first.ancestors(), "started by the runtime itself");
         assertEquals(List.of(binary.toString(), "60"), first.diagnosticCmdline());
-        assertEquals(1, capture.digestsComputed());
+        assertEquals(3, capture.digestsComputed());
         assertEquals(first.executable(), capture(capture, binary).executable());
-        assertEquals(1, capture.digestsComputed(), "served from the cache");
+        assertEquals(3, capture.digestsComputed(), "served from the cache");
         Files.write(binary, new byte[] {0}, StandardOpenOption.APPEND);
         BinaryIdentity changed = capture(capture, binary);
-        assertEquals(2, capture.digestsComputed(), "a changed file is hashed again");
+        assertEquals(4, capture.digestsComputed(), "a changed file is hashed again");
         assertNotEquals(first.executable().sha256(), changed.executable().sha256());
         assertEquals(TestSandbox.sha256(binary.toString()), changed.executable().sha256().orElseThrow());
+    }
+
+    /**
+     * The attack of issue 33: a workload that owns a binary rewrites it in place at the same size
+     * and sets its mtime back with {@code touch -d}; device, inode, size and mtime are as they were,
+     * and the new content must still get its own digest.
+     */
+    @Test
+    void aRewriteAtTheSameSizeWithTheMtimeSetBackIsHashedAgain(@org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
+        Path binary = dir.resolve("sleeper");
+        Files.copy(Path.of("/usr/bin/sleep"), binary);
+        binary.toFile().setExecutable(true);
+        Thread.sleep(IdentityCapture.CTIME_SETTLE.toMillis());
+        IdentityCapture capture = new IdentityCapture(ProcessHandle.current().pid());
+        BinaryIdentity before = capture(capture, binary);
+        assertEquals(1, capture.digestsComputed());
+        var mtime = Files.getLastModifiedTime(binary);
+        long size = Files.size(binary);
+        Object inode = Files.getAttribute(binary, "unix:ino");
+        byte[] bytes = Files.readAllBytes(binary);
+        int at = indexOf(bytes, "Usage: ".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+        bytes[at] = 'u';
+        // In place: the same inode, truncated and written again, the size unchanged.
+        Files.write(binary, bytes, StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING);
+        Files.setLastModifiedTime(binary, mtime);
+        assertEquals(inode, Files.getAttribute(binary, "unix:ino"));
+        assertEquals(size, Files.size(binary));
+        assertEquals(mtime, Files.getLastModifiedTime(binary));
+        BinaryIdentity after = capture(capture, binary);
+        assertEquals(TestSandbox.sha256(binary.toString()), after.executable().sha256().orElseThrow());
+        assertNotEquals(before.executable().sha256(), after.executable().sha256(), "the old digest was served");
+    }
+
+    private static int indexOf(byte[] haystack, byte[] needle) {
+        outer:
+        for (int i = 0; i + needle.length <= haystack.length; i++) {
+            for (int j = 0; j < needle.length; j++) {
+                if (haystack[i + j] != needle[j]) {
+                    continue outer;
+                }
+            }
+            return i;
+        }
+        throw new AssertionError("no such bytes in the binary");
     }
 
     /** The pids come from the bytes of /proc's files, also when a command name holds ") (" and spaces. */
