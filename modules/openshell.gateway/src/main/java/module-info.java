@@ -14,10 +14,12 @@
  * itself.
  *
  * <h2>Operator network</h2>
- * {@code --host-alias NAME=ADDRESS} and {@code --upstream-ca FILE} ({@code OperatorNetwork}) are
- * trusted configuration: every launch's supervisor bundle carries them, and no policy or request
- * can add to them. An alias lets a policy's name reach a chosen address (host loopback included);
- * an upstream CA is trusted for upstream TLS besides the system trust store.
+ * {@code --host-alias NAME=ADDRESS}, {@code --upstream-ca FILE} and
+ * {@code --upstream-resolver ADDRESS:PORT} ({@code OperatorNetwork}) are trusted configuration:
+ * every launch's supervisor bundle carries them, and no policy or request can add to them. An
+ * alias lets a policy's name reach a chosen address (host loopback included); an upstream CA is
+ * trusted for upstream TLS besides the system trust store; the resolver is the DNS server (UDP)
+ * the supervisors ask instead of the host's, so tests and benchmarks resolve on loopback.
  *
  * <h2>Supervisor sessions</h2>
  * Each supervisor keeps one gRPC stream ({@code GatewaySession.Open}, HTTP/2 on the API port),

@@ -15,7 +15,10 @@
  * exact host is declared; operator host aliases (trusted configuration, never policy) may name a
  * local service on purpose (a loopback target is answered to the workload as a stand-in address
  * from 198.18.0.0/15 or 2001:2::/48, since the sandbox's own loopback never leaves it, and dialled
- * at the target). A denial carries the isolation contract's reason: POLICY and
+ * at the target). Names no alias answers are resolved by the host's resolver, or by the operator's
+ * DNS server when the bundle names one ({@code --upstream-resolver ADDRESS:PORT}, trusted
+ * configuration like the aliases; {@code UpstreamResolver}): how tests keep every lookup on
+ * loopback. A denial carries the isolation contract's reason: POLICY and
  * IDENTITY_UNRESOLVED from the engine, EXHAUSTED at a bound, TIMEOUT when the upstream handshake
  * exceeds the connect timeout, MEDIATION_UNAVAILABLE when the upstream refuses or fails (the
  * contract has no "connection refused"). One JSON audit line per decision goes to an
@@ -90,6 +93,7 @@
  * <tr><td>{@code InterceptionAuthority.BACKDATE}</td><td>1 hour</td><td>certificates are valid from this long before issue (clock skew)</td></tr>
  * <tr><td>{@code HostAliases.MAX_ALIASES}</td><td>256</td><td>configuration refused</td></tr>
  * <tr><td>{@code Credentials.MAX_PROVIDERS}</td><td>64</td><td>configuration refused</td></tr>
+ * <tr><td>{@code UpstreamResolver.ANSWER_WAIT}</td><td>2 s for A and AAAA together</td><td>a transient failure: the DNS plane retries, then SERVFAIL</td></tr>
  * <tr><td>{@code CredentialProvider.MAX_SECRET_BYTES}</td><td>8 KiB</td><td>configuration refused (value not echoed)</td></tr>
  * <tr><td>{@code CredentialProvider.MAX_HOSTS}</td><td>64 per provider</td><td>configuration refused</td></tr>
  * <tr><td>{@code SupervisorMain.ATTACH_WAIT}</td><td>120 s</td><td>the runtime did not dial in and attach: exit 70</td></tr>

@@ -31,9 +31,11 @@ public final class Main {
             commands:
               gateway start [--background] [--port N] [--host H] [--driver-setting K=V]...
                             [--host-alias NAME=ADDRESS]... [--upstream-ca FILE]...
+                            [--upstream-resolver ADDRESS:PORT]
                                                                    run the gateway (foreground by default);
-                                                                   aliases and upstream CAs apply to every
-                                                                   sandbox (operator configuration, never policy)
+                                                                   aliases, upstream CAs and the resolver apply
+                                                                   to every sandbox (operator configuration,
+                                                                   never policy)
               gateway status                                       is the gateway up, and where
               gateway stop                                         stop a background gateway
               sandbox create --policy FILE [--name N] [--driver D] [--workspace DIR] [--provider P]... [--env K=V]...
@@ -198,7 +200,7 @@ public final class Main {
             String option = in.pop();
             switch (option) {
                 case "--background" -> background = true;
-                case "--port", "--host", "--driver-setting", "--host-alias" -> {
+                case "--port", "--host", "--driver-setting", "--host-alias", "--upstream-resolver" -> {
                     options.add(option);
                     options.add(value(in, option));
                 }

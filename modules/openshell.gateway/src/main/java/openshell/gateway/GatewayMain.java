@@ -26,7 +26,9 @@ import openshell.gateway.store.StoreConfig;
  * {@code OPENSHELL_SUPERVISOR_LAUNCHER} and {@code OPENSHELL_RUNTIME_LAUNCHER}). The operator's network
  * for every sandbox: {@code --host-alias NAME=ADDRESS} (repeatable; the supervisors dial ADDRESS, loopback
  * included, for NAME, while policy and TLS still see NAME) and {@code --upstream-ca FILE} (repeatable; PEM
- * certificates the supervisors trust for upstream TLS besides the system trust store). See
+ * certificates the supervisors trust for upstream TLS besides the system trust store) and
+ * {@code --upstream-resolver ADDRESS:PORT} (the DNS server the supervisors ask instead of the host's
+ * resolver; tests point it at one of their own on loopback). See
  * {@link OperatorNetwork}.
  *
  * <p>Once listening it writes {@code <state>/gateway.json} (0600) with its URL, pid and start time, so the CLI
@@ -82,6 +84,8 @@ public final class GatewayMain {
             System.out.println("openshell gateway: " + config.network().upstreamAuthorities().size()
                     + " extra upstream CA certificate(s) trusted");
         }
+        config.network().upstreamResolver().ifPresent(r -> System.out.println("openshell gateway: supervisors resolve through "
+                + r.getAddress().getHostAddress() + " port " + r.getPort()));
         try {
             stopped.await();
         } catch (InterruptedException e) {
@@ -110,6 +114,7 @@ public final class GatewayMain {
                 case "--driver" -> driver = value(in, option);
                 case "--host-alias" -> network = network.withAlias(value(in, option));
                 case "--upstream-ca" -> network = network.withAuthorities(Path.of(value(in, option)));
+                case "--upstream-resolver" -> network = network.withResolver(value(in, option));
                 case "--driver-setting" -> {
                     String setting = value(in, option);
                     int eq = setting.indexOf('=');
@@ -121,7 +126,7 @@ public final class GatewayMain {
                 }
                 default -> throw new GatewayException(GatewayException.Reason.INVALID, "unknown option '" + option
                         + "'; options: --state DIR --host H --port N --database-url URL --database-user U "
-                        + "--driver-setting KEY=VALUE --host-alias NAME=ADDRESS --upstream-ca FILE");
+                        + "--driver-setting KEY=VALUE --host-alias NAME=ADDRESS --upstream-ca FILE --upstream-resolver ADDRESS:PORT");
             }
         }
         // The operator's environment may name the process driver's launchers; options win.

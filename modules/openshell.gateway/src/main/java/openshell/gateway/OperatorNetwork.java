@@ -4,6 +4,7 @@ import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.cert.Certificate;
@@ -18,6 +19,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.regex.Pattern;
 
 import openshell.protocol.LaunchBundles;
@@ -26,14 +28,17 @@ import openshell.protocol.LaunchBundles;
  * What the operator, and only the operator, says about the network around every sandbox: host
  * aliases (a name the supervisors dial at a chosen address, host loopback included, so a local
  * service can be offered on purpose while policy and TLS still see the name) and extra trust
- * anchors for upstream TLS (a private CA). Trusted gateway configuration from the gateway's own
+ * anchors for upstream TLS (a private CA), and the DNS server the supervisors ask instead of the
+ * host's resolver (how tests keep every lookup on loopback). Trusted gateway configuration from the gateway's own
  * command line; a policy or an API request never changes it. Every launch's supervisor bundle
  * carries it.
  *
  * @param hostAliases         lower-case DNS host name to address
  * @param upstreamAuthorities certificates the supervisors trust for upstream TLS besides the system store
+ * @param upstreamResolver    the DNS server (UDP) the supervisors ask for names no alias answers; empty: the host's resolver
  */
-public record OperatorNetwork(Map<String, InetAddress> hostAliases, List<X509Certificate> upstreamAuthorities) {
+public record OperatorNetwork(Map<String, InetAddress> hostAliases, List<X509Certificate> upstreamAuthorities,
+                              Optional<InetSocketAddress> upstreamResolver) {
     /** Most host aliases (the supervisor bundle's bound). */
     public static final int MAX_HOST_ALIASES = LaunchBundles.MAX_HOST_ALIASES;
     /** Most upstream trust anchors, over all files (the supervisor bundle's bound). */
@@ -48,6 +53,7 @@ public record OperatorNetwork(Map<String, InetAddress> hostAliases, List<X509Cer
     public OperatorNetwork {
         Objects.requireNonNull(hostAliases, "hostAliases");
         Objects.requireNonNull(upstreamAuthorities, "upstreamAuthorities");
+        Objects.requireNonNull(upstreamResolver, "upstreamResolver");
         if (hostAliases.size() > MAX_HOST_ALIASES) {
             throw invalid(hostAliases.size() + " host aliases, at most " + MAX_HOST_ALIASES);
         }
@@ -68,7 +74,7 @@ public record OperatorNetwork(Map<String, InetAddress> hostAliases, List<X509Cer
 
     /** @return no aliases, no extra anchors */
     public static OperatorNetwork none() {
-        return new OperatorNetwork(Map.of(), List.of());
+        return new OperatorNetwork(Map.of(), List.of(), Optional.empty());
     }
 
     /**
@@ -94,7 +100,41 @@ public record OperatorNetwork(Map<String, InetAddress> hostAliases, List<X509Cer
         }
         Map<String, InetAddress> aliases = new LinkedHashMap<>(hostAliases);
         aliases.put(name, address);
-        return new OperatorNetwork(aliases, upstreamAuthorities);
+        return new OperatorNetwork(aliases, upstreamAuthorities, upstreamResolver);
+    }
+
+    /**
+     * @param endpoint {@code ADDRESS:PORT} ({@code [ADDRESS]:PORT} for IPv6), an IP literal (never looked up)
+     * @return a copy of this configuration whose supervisors resolve through that server
+     * @throws GatewayException INVALID naming what is wrong
+     */
+    public OperatorNetwork withResolver(String endpoint) {
+        if (upstreamResolver.isPresent()) {
+            throw invalid("--upstream-resolver is given twice");
+        }
+        int colon = endpoint.lastIndexOf(':');
+        String literal = colon < 1 ? "" : endpoint.substring(0, colon);
+        if (literal.startsWith("[") && literal.endsWith("]")) {
+            literal = literal.substring(1, literal.length() - 1);
+        } else if (literal.contains(":")) {
+            literal = "";
+        }
+        InetAddress address;
+        int port;
+        try {
+            address = InetAddress.ofLiteral(literal);
+            port = Integer.parseInt(endpoint.substring(colon + 1));
+        } catch (IllegalArgumentException e) {
+            throw invalid("--upstream-resolver takes ADDRESS:PORT, an IP address (e.g. 127.0.0.1:5353 or [::1]:53): '"
+                    + endpoint + "'");
+        }
+        if (port < 1 || port > 65535) {
+            throw invalid("--upstream-resolver " + endpoint + ": the port is 1-65535");
+        }
+        if (address.isAnyLocalAddress() || address.isMulticastAddress()) {
+            throw invalid("--upstream-resolver " + endpoint + " is not a host address");
+        }
+        return new OperatorNetwork(hostAliases, upstreamAuthorities, Optional.of(new InetSocketAddress(address, port)));
     }
 
     /**
@@ -126,13 +166,14 @@ public record OperatorNetwork(Map<String, InetAddress> hostAliases, List<X509Cer
         if (all.size() > MAX_UPSTREAM_AUTHORITIES) {
             throw invalid("--upstream-ca: " + all.size() + " certificates in all, at most " + MAX_UPSTREAM_AUTHORITIES);
         }
-        return new OperatorNetwork(hostAliases, all);
+        return new OperatorNetwork(hostAliases, all, upstreamResolver);
     }
 
     /** Adds this configuration to one launch. */
     void applyTo(LaunchBundles.Request.Builder request) {
         hostAliases.forEach(request::hostAlias);
         upstreamAuthorities.forEach(request::upstreamAuthority);
+        upstreamResolver.ifPresent(request::upstreamResolver);
     }
 
     private static String hostName(String name) {

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -13,6 +14,7 @@ import java.time.Clock;
 import java.util.Base64;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 
 import openshell.isolation.AgentSpec;
 import openshell.isolation.PolicySnapshot;
@@ -94,6 +96,22 @@ class OperatorNetworkTest {
     }
 
     @Test
+    void theUpstreamResolverIsOneAddressAndPort() throws Exception {
+        assertEquals(Optional.empty(), OperatorNetwork.none().upstreamResolver(), "by default the host's resolver");
+        assertEquals(Optional.of(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 5353)),
+                OperatorNetwork.none().withResolver("127.0.0.1:5353").upstreamResolver());
+        assertEquals(Optional.of(new InetSocketAddress(InetAddress.getByName("::1"), 53)),
+                OperatorNetwork.none().withResolver("[::1]:53").upstreamResolver());
+        OperatorNetwork none = OperatorNetwork.none();
+        for (String bad : List.of("127.0.0.1", "localhost:53", "::1:53", "127.0.0.1:0", "127.0.0.1:65536", "127.0.0.1:x",
+                ":53", "0.0.0.0:53", "224.0.0.251:5353")) {
+            invalid(() -> none.withResolver(bad));
+        }
+        OperatorNetwork one = none.withResolver("127.0.0.1:5353");
+        assertTrue(invalid(() -> one.withResolver("127.0.0.1:5354")).getMessage().contains("twice"));
+    }
+
+    @Test
     void theUpstreamCaCountIsBoundedInclusively() throws Exception {
         Path many = Files.writeString(dir.resolve("many.pem"), pem(CA).repeat(OperatorNetwork.MAX_UPSTREAM_AUTHORITIES));
         OperatorNetwork full = OperatorNetwork.none().withAuthorities(many);
@@ -107,7 +125,8 @@ class OperatorNetworkTest {
     void theGatewayCommandLineSetsItAndEverySupervisorBundleCarriesIt() throws Exception {
         Path file = Files.writeString(dir.resolve("ca.pem"), pem(CA));
         GatewayConfig config = GatewayMain.parse(List.of("--state", dir.toString(), "--host-alias", "api.demo.test=127.0.0.1",
-                "--host-alias", "other.demo.test=127.0.0.1", "--upstream-ca", file.toString()));
+                "--host-alias", "other.demo.test=127.0.0.1", "--upstream-ca", file.toString(),
+                "--upstream-resolver", "127.0.0.1:5353"));
         assertEquals(List.of("api.demo.test", "other.demo.test"), List.copyOf(config.network().hostAliases().keySet()));
         assertEquals(List.of(CA), config.network().upstreamAuthorities());
         assertTrue(assertThrows(GatewayException.class, () -> GatewayMain.parse(List.of("--host-alias", "nope")))
@@ -121,5 +140,6 @@ class OperatorNetworkTest {
                 .seal(context, 1, 1, List.of()).supervisorBundle());
         assertEquals(config.network().hostAliases(), bundle.hostAliases());
         assertEquals(List.of(CA), bundle.upstreamAuthorities());
+        assertEquals(Optional.of(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 5353)), bundle.upstreamResolver());
     }
 }

@@ -4,6 +4,7 @@ import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.net.URI;
 import java.net.URISyntaxException;
 import java.net.UnknownHostException;
@@ -37,6 +38,7 @@ import com.google.protobuf.UnknownFieldSet;
 import openshell.protocol.wire.AgentLaunch;
 import openshell.protocol.wire.HostAlias;
 import openshell.protocol.wire.ProviderCredential;
+import openshell.protocol.wire.ResolverEndpoint;
 import openshell.protocol.wire.VerificationKey;
 
 /**
@@ -173,6 +175,7 @@ public final class LaunchBundles {
         private final Duration tokenLifetime;
         private final Map<String, InetAddress> hostAliases;
         private final List<X509Certificate> upstreamAuthorities;
+        private final Optional<InetSocketAddress> upstreamResolver;
 
         private Request(Builder b) {
             this.sandboxId = requireText(b.sandboxId, "sandbox id");
@@ -195,6 +198,7 @@ public final class LaunchBundles {
             this.tokenLifetime = b.tokenLifetime;
             this.hostAliases = hostAliases(b.hostAliases);
             this.upstreamAuthorities = upstreamAuthorities(b.upstreamAuthorities);
+            this.upstreamResolver = b.upstreamResolver.map(LaunchBundles::upstreamResolver);
         }
 
         /**
@@ -227,8 +231,21 @@ public final class LaunchBundles {
             private Duration tokenLifetime = DEFAULT_TOKEN_LIFETIME;
             private final Map<String, InetAddress> hostAliases = new LinkedHashMap<>();
             private final List<X509Certificate> upstreamAuthorities = new ArrayList<>();
+            private Optional<InetSocketAddress> upstreamResolver = Optional.empty();
 
             private Builder() {
+            }
+
+            /**
+             * The DNS server the supervisor asks instead of the host's resolver (trusted gateway
+             * configuration, supervisor bundle only): how a test keeps every lookup on loopback.
+             *
+             * @param v an IP address and port, never a name
+             * @return this
+             */
+            public Builder upstreamResolver(InetSocketAddress v) {
+                this.upstreamResolver = Optional.of(Objects.requireNonNull(v));
+                return this;
             }
 
             /**
@@ -469,6 +486,8 @@ public final class LaunchBundles {
             for (X509Certificate authority : request.upstreamAuthorities) {
                 supervisor.addUpstreamAuthoritiesDer(ByteString.copyFrom(authority.getEncoded()));
             }
+            request.upstreamResolver.ifPresent(r -> supervisor.setUpstreamResolver(ResolverEndpoint.newBuilder()
+                    .setAddress(ByteString.copyFrom(r.getAddress().getAddress())).setPort(r.getPort())));
             for (Credential c : request.credentials) {
                 supervisor.addCredentials(ProviderCredential.newBuilder().setName(c.name())
                         .setSecret(ByteString.copyFrom(c.secret)).addAllHosts(c.hosts()));
@@ -715,9 +734,39 @@ public final class LaunchBundles {
         for (ByteString der : wire.getUpstreamAuthoritiesDerList()) {
             authorities.add(certificate(der, "upstream_authorities_der"));
         }
+        Optional<InetSocketAddress> resolver = Optional.empty();
+        if (wire.hasUpstreamResolver()) {
+            ResolverEndpoint r = wire.getUpstreamResolver();
+            if (r.getAddress().size() != 4 && r.getAddress().size() != 16) {
+                throw invalid("upstream_resolver has an address of " + r.getAddress().size() + " bytes");
+            }
+            if (Integer.toUnsignedLong(r.getPort()) > 65535) {
+                throw invalid("upstream_resolver has port " + Integer.toUnsignedString(r.getPort()));
+            }
+            try {
+                resolver = Optional.of(upstreamResolver(new InetSocketAddress(
+                        InetAddress.getByAddress(r.getAddress().toByteArray()), r.getPort())));
+            } catch (UnknownHostException e) {
+                throw invalid("upstream_resolver has no valid address");
+            }
+        }
         return new SupervisorBundle(sandboxId, sessionId, generation, lineage, pin, tokens,
                 wire.getPolicyYaml().toByteArray(), agent, uid, gid, credentials, endpoint, hostAliases(aliases),
-                upstreamAuthorities(authorities));
+                upstreamAuthorities(authorities), resolver);
+    }
+
+    /** An address literal and a port a UDP datagram can go to; a name would need a resolver to find the resolver. */
+    private static InetSocketAddress upstreamResolver(InetSocketAddress r) {
+        if (r.isUnresolved()) {
+            throw invalid("the upstream resolver is an IP address, not the name " + r.getHostString());
+        }
+        if (r.getPort() == 0) {
+            throw invalid("the upstream resolver " + r.getAddress().getHostAddress() + " has port 0");
+        }
+        if (r.getAddress().isAnyLocalAddress() || r.getAddress().isMulticastAddress()) {
+            throw invalid("the upstream resolver " + r.getAddress().getHostAddress() + " is not a host address");
+        }
+        return r;
     }
 
     private static Map<String, InetAddress> hostAliases(Map<String, InetAddress> aliases) {

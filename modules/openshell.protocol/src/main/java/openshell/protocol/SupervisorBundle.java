@@ -1,6 +1,7 @@
 package openshell.protocol;
 
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.security.cert.X509Certificate;
 import java.util.List;
 import java.util.Map;
@@ -26,12 +27,13 @@ import java.util.Optional;
  * @param gatewayEndpoint the gateway's session endpoint, if the launch has one
  * @param hostAliases     operator host aliases (trusted gateway configuration): name to address
  * @param upstreamAuthorities extra trust anchors for upstream TLS (trusted gateway configuration)
+ * @param upstreamResolver the DNS server asked instead of the host's resolver (trusted gateway configuration)
  */
 public record SupervisorBundle(String sandboxId, String sessionId, long generation, String sessionLineage,
                                TlsPin pin, TokenPair tokens, byte[] policyYaml, LaunchBundles.Agent agent,
                                int workloadUid, int workloadGid, List<LaunchBundles.Credential> credentials,
                                Optional<String> gatewayEndpoint, Map<String, InetAddress> hostAliases,
-                               List<X509Certificate> upstreamAuthorities) {
+                               List<X509Certificate> upstreamAuthorities, Optional<InetSocketAddress> upstreamResolver) {
     /**
      * Canonical constructor.
      *
@@ -49,6 +51,7 @@ public record SupervisorBundle(String sandboxId, String sessionId, long generati
      * @param gatewayEndpoint endpoint
      * @param hostAliases     host aliases
      * @param upstreamAuthorities upstream trust anchors
+     * @param upstreamResolver    the operator's DNS server, if any
      */
     public SupervisorBundle {
         Objects.requireNonNull(sandboxId);
@@ -62,6 +65,7 @@ public record SupervisorBundle(String sandboxId, String sessionId, long generati
         Objects.requireNonNull(gatewayEndpoint);
         hostAliases = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(hostAliases));
         upstreamAuthorities = List.copyOf(upstreamAuthorities);
+        Objects.requireNonNull(upstreamResolver);
     }
 
     /**
@@ -90,6 +94,7 @@ public record SupervisorBundle(String sandboxId, String sessionId, long generati
                 + ", " + tokens + ", policy=" + policyYaml.length + " bytes, agent=" + agent.argv().getFirst()
                 + ", credentials=" + credentials.stream().map(LaunchBundles.Credential::name).toList()
                 + ", gateway=" + gatewayEndpoint.orElse("none") + ", aliases=" + hostAliases.keySet()
-                + ", upstreamAuthorities=" + upstreamAuthorities.size() + "]";
+                + ", upstreamAuthorities=" + upstreamAuthorities.size()
+                + ", resolver=" + upstreamResolver.map(Object::toString).orElse("host") + "]";
     }
 }

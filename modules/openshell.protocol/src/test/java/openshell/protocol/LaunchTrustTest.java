@@ -7,11 +7,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.google.protobuf.ByteString;
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.security.cert.X509Certificate;
 import java.time.Clock;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.function.UnaryOperator;
 import openshell.protocol.wire.HostAlias;
 import org.junit.jupiter.api.Test;
@@ -51,6 +53,23 @@ class LaunchTrustTest {
                 .supervisorBundle());
         assertTrue(plain.hostAliases().isEmpty());
         assertTrue(plain.upstreamAuthorities().isEmpty());
+    }
+
+    @Test
+    void theOperatorsResolverReachesTheSupervisorOnlyAndIsAnAddress() throws Exception {
+        InetSocketAddress resolver = new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 5353);
+        LaunchBundles.Minted minted = LaunchBundles.mint(request().upstreamResolver(resolver).build(), ISSUER, 1);
+        SupervisorBundle supervisor = LaunchBundles.supervisorBundle(minted.supervisorBundle());
+        assertEquals(Optional.of(resolver), supervisor.upstreamResolver());
+        assertTrue(supervisor.toString().contains("resolver=/127.0.0.1:5353"), supervisor.toString());
+        assertTrue(LaunchBundles.supervisorBundle(LaunchBundles.mint(request().build(), ISSUER, 1).supervisorBundle())
+                .upstreamResolver().isEmpty(), "without the setting the host's resolver is asked");
+        assertTrue(refused(() -> request().upstreamResolver(InetSocketAddress.createUnresolved("dns.test", 53)).build())
+                .getMessage().contains("not the name"));
+        assertTrue(refused(() -> request().upstreamResolver(new InetSocketAddress(InetAddress.ofLiteral("127.0.0.1"), 0))
+                .build()).getMessage().contains("port 0"));
+        assertTrue(refused(() -> request().upstreamResolver(new InetSocketAddress(InetAddress.ofLiteral("0.0.0.0"), 53))
+                .build()).getMessage().contains("not a host address"));
     }
 
     @Test

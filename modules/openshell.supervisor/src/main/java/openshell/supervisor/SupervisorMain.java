@@ -455,7 +455,8 @@ public final class SupervisorMain {
 
         /**
          * The sandbox's mediation with the operator's trusted configuration from the bundle: host
-         * aliases and the extra upstream trust anchors (never anything from the policy).
+         * aliases, the extra upstream trust anchors and the upstream resolver (never anything from
+         * the policy).
          */
         private SandboxMediation mediation(SandboxId sandboxId, AuditSink audit) {
             SandboxMediation.Builder builder = SandboxMediation.builder().sandbox(sandboxId).policies(policies)
@@ -469,6 +470,7 @@ public final class SupervisorMain {
         /**
          * The descriptor lane beside the link, for the runtime to pass opaque connections'
          * sockets on (relayed natively then). Without one, everything is relayed over the link, so
+            bundle.upstreamResolver().ifPresent(server -> builder.resolver(new UpstreamResolver(server)));
          * a failure here costs speed, not safety: it is reported and the sandbox runs on.
          */
         private Optional<HandoffListener> handoffListener() {
