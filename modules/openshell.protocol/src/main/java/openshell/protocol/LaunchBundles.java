@@ -462,6 +462,7 @@ public final class LaunchBundles {
                     .addAllTlsChainDer(encoded(tls.runtime().chain()))
                     .setWorkloadUid(request.workloadUid)
                     .setWorkloadGid(request.workloadGid)
+                    .setSessionLineage(request.sessionLineage)
                     .build();
             openshell.protocol.wire.SupervisorBundle.Builder supervisor = openshell.protocol.wire.SupervisorBundle.newBuilder()
                     .setFormat(SUPERVISOR_FORMAT)
@@ -627,6 +628,7 @@ public final class LaunchBundles {
         String sessionId = requireText(wire.getSessionId(), "session_id");
         String serverName = serverName(sessionId);
         long generation = requireGeneration(wire.getGeneration());
+        String lineage = requireText(wire.getSessionLineage(), "session_lineage");
         String tokenIssuer = requireText(wire.getTokenIssuer(), "token_issuer");
         if (!wire.hasVerificationKey()) {
             throw invalid("the runtime bundle has no verification_key");
@@ -652,7 +654,7 @@ public final class LaunchBundles {
         for (ByteString der : wire.getTlsChainDerList()) {
             chain.add(certificate(der, "tls_chain_der"));
         }
-        return new RuntimeBundle(sandboxId, sessionId, generation, tokenIssuer, key,
+        return new RuntimeBundle(sandboxId, sessionId, generation, lineage, tokenIssuer, key,
                 new RuntimeTlsIdentity(serverName, leafKey, chain), requireWorkloadId(wire.getWorkloadUid(), "workload_uid"),
                 requireWorkloadId(wire.getWorkloadGid(), "workload_gid"));
     }

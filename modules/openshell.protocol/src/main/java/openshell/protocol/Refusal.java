@@ -23,6 +23,8 @@ public enum Refusal {
     TOKEN_WRONG_SANDBOX,
     /** Minted for another runtime generation. */
     TOKEN_WRONG_GENERATION,
+    /** Minted for another session lineage (another launch) than the verifier guards. */
+    TOKEN_WRONG_LINEAGE,
     /** Another component than the profile expects. */
     TOKEN_WRONG_COMPONENT,
     /** A credential epoch below the last accepted one, or not positive. */

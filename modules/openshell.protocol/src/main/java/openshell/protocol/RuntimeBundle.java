@@ -10,13 +10,14 @@ import java.util.Objects;
  * @param sandboxId       the sandbox
  * @param sessionId       the session (its TLS server name derives from it)
  * @param generation      the runtime generation
+ * @param sessionLineage  the session lineage every bearer token must carry
  * @param tokenIssuer     the {@code iss} every bearer token must carry
  * @param verificationKey the gateway's token verification key
  * @param identity        the runtime's TLS server identity
  * @param workloadUid     the user id workload processes run as (never 0)
  * @param workloadGid     the group id workload processes run as (never 0)
  */
-public record RuntimeBundle(String sandboxId, String sessionId, long generation, String tokenIssuer,
+public record RuntimeBundle(String sandboxId, String sessionId, long generation, String sessionLineage, String tokenIssuer,
                             TokenKey verificationKey, RuntimeTlsIdentity identity, int workloadUid, int workloadGid) {
     /** The component every supervisor token is minted for. */
     public static final String SUPERVISOR_COMPONENT = "supervisor";
@@ -27,6 +28,7 @@ public record RuntimeBundle(String sandboxId, String sessionId, long generation,
      * @param sandboxId       sandbox
      * @param sessionId       session
      * @param generation      generation
+     * @param sessionLineage  lineage
      * @param tokenIssuer     issuer
      * @param verificationKey key
      * @param identity        TLS identity
@@ -36,6 +38,7 @@ public record RuntimeBundle(String sandboxId, String sessionId, long generation,
     public RuntimeBundle {
         Objects.requireNonNull(sandboxId);
         Objects.requireNonNull(sessionId);
+        Objects.requireNonNull(sessionLineage);
         Objects.requireNonNull(tokenIssuer);
         Objects.requireNonNull(verificationKey);
         Objects.requireNonNull(identity);
@@ -48,12 +51,13 @@ public record RuntimeBundle(String sandboxId, String sessionId, long generation,
      */
     public TokenVerifier verifier() {
         return TokenVerifier.builder().key(verificationKey).issuer(tokenIssuer).audience(TokenAudience.SANDBOX)
-                .sandboxId(sandboxId).runtimeGeneration(generation).component(SUPERVISOR_COMPONENT).build();
+                .sandboxId(sandboxId).runtimeGeneration(generation).sessionLineage(sessionLineage)
+                .component(SUPERVISOR_COMPONENT).build();
     }
 
     @Override
     public String toString() {
         return "RuntimeBundle[sandbox=" + sandboxId + ", session=" + sessionId + ", generation=" + generation
-                + ", key=" + verificationKey.keyId() + ", workload=" + workloadUid + ":" + workloadGid + "]";
+                + ", lineage=" + sessionLineage + ", key=" + verificationKey.keyId() + ", workload=" + workloadUid + ":" + workloadGid + "]";
     }
 }

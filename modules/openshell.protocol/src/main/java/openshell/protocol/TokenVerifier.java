@@ -46,6 +46,8 @@ public final class TokenVerifier {
     private final TokenAudience audience;
     private final String sandboxId;
     private final long runtimeGeneration;
+    /** Empty only for the gateway, which checks the lineage against its own record. */
+    private final Optional<String> sessionLineage;
     private final String component;
     private final Clock clock;
     private final AtomicLong highestEpoch = new AtomicLong();
@@ -63,6 +65,7 @@ public final class TokenVerifier {
         this.audience = Objects.requireNonNull(builder.audience, "audience");
         this.sandboxId = Objects.requireNonNull(builder.sandboxId, "sandboxId");
         this.runtimeGeneration = builder.runtimeGeneration;
+        this.sessionLineage = builder.sessionLineage;
         this.component = Objects.requireNonNull(builder.component, "component");
         this.clock = builder.clock;
         this.keys = JwkKeys.builder()
@@ -197,6 +200,9 @@ public final class TokenVerifier {
         if (generation != runtimeGeneration) {
             throw new ProtocolException(Refusal.TOKEN_WRONG_GENERATION, "generation " + generation);
         }
+        if (sessionLineage.isPresent() && !sessionLineage.get().equals(lineage)) {
+            throw new ProtocolException(Refusal.TOKEN_WRONG_LINEAGE, "lineage '" + lineage + "'");
+        }
         if (!component.equals(tokenComponent)) {
             throw new ProtocolException(Refusal.TOKEN_WRONG_COMPONENT, "component '" + tokenComponent + "'");
         }
@@ -235,6 +241,7 @@ public final class TokenVerifier {
         private TokenAudience audience;
         private String sandboxId;
         private long runtimeGeneration;
+        private Optional<String> sessionLineage = Optional.empty();
         private String component = "supervisor";
         private Clock clock = Clock.systemUTC();
 
@@ -293,6 +300,18 @@ public final class TokenVerifier {
          */
         public Builder runtimeGeneration(long runtimeGeneration) {
             this.runtimeGeneration = runtimeGeneration;
+            return this;
+        }
+
+        /**
+         * The session lineage this verifier guards: a token of another launch is refused. Unset,
+         * the lineage is not checked here (the gateway compares it with its record instead).
+         *
+         * @param sessionLineage lineage
+         * @return this
+         */
+        public Builder sessionLineage(String sessionLineage) {
+            this.sessionLineage = Optional.of(sessionLineage);
             return this;
         }
 

@@ -25,6 +25,7 @@ import openshell.protocol.wire.SandboxRuntimeGrpc;
 final class Launch implements AutoCloseable {
     static final String SANDBOX = "sbx-7";
     static final long GENERATION = 3;
+    static final String LINEAGE = "lineage-1";
     static final String ISSUER = "openshell-gateway";
     static final Duration CALL_DEADLINE = Duration.ofSeconds(20);
 
@@ -60,6 +61,7 @@ final class Launch implements AutoCloseable {
                 .audience(TokenAudience.SANDBOX)
                 .sandboxId(SANDBOX)
                 .runtimeGeneration(GENERATION)
+                .sessionLineage(LINEAGE)
                 .build();
         this.slot = new TokenSlot(issuer.mintPair(grant(), 1), Clock.systemUTC());
         Transport where = kind == Kind.UNIX
@@ -84,7 +86,7 @@ final class Launch implements AutoCloseable {
     }
 
     static TokenGrant grant() {
-        return new TokenGrant(SANDBOX, GENERATION, "lineage-1", "supervisor", Duration.ofMinutes(30));
+        return new TokenGrant(SANDBOX, GENERATION, LINEAGE, "supervisor", Duration.ofMinutes(30));
     }
 
     private RuntimeEndpoint endpoint(Transport where) {

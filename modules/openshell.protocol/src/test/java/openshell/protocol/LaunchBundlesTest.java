@@ -103,6 +103,7 @@ class LaunchBundlesTest {
         assertEquals("sbx-42", runtime.sandboxId());
         assertEquals("session-42", runtime.sessionId());
         assertEquals(7, runtime.generation());
+        assertEquals("session-42", runtime.sessionLineage());
         assertEquals(Launch.ISSUER, runtime.tokenIssuer());
         assertEquals(ISSUER.verificationKey().keyId(), runtime.verificationKey().keyId());
         assertArrayEquals(ISSUER.verificationKey().publicKey().getEncoded(), runtime.verificationKey().publicKey().getEncoded());
@@ -138,6 +139,11 @@ class LaunchBundlesTest {
         assertEquals(3, claims.credentialEpoch());
         assertEquals(Refusal.TOKEN_WRONG_AUDIENCE, assertThrows(ProtocolException.class,
                 () -> runtime.verifier().verify(supervisor.tokens().gatewayToken())).refusal());
+        // A token of another launch of the same sandbox and generation: another lineage, refused.
+        String otherLaunch = ISSUER.mintPair(new TokenGrant("sbx-42", 7, "session-43", RuntimeBundle.SUPERVISOR_COMPONENT,
+                java.time.Duration.ofMinutes(30)), 3).sandboxToken();
+        assertEquals(Refusal.TOKEN_WRONG_LINEAGE, assertThrows(ProtocolException.class,
+                () -> runtime.verifier().verify(otherLaunch)).refusal());
     }
 
     @Test
@@ -271,6 +277,8 @@ class LaunchBundlesTest {
                 .toByteArray())).getMessage().contains("workload_uid"));
         assertTrue(refused(() -> LaunchBundles.runtimeBundle(runtime.toBuilder().clearTokenIssuer().build()
                 .toByteArray())).getMessage().contains("token_issuer"));
+        assertTrue(refused(() -> LaunchBundles.runtimeBundle(runtime.toBuilder().clearSessionLineage().build()
+                .toByteArray())).getMessage().contains("session_lineage"));
     }
 
     @Test

@@ -24,7 +24,7 @@ class TokenVerifierTest {
     private static TokenVerifier verifier(Clock clock) {
         return TokenVerifier.builder().key(ISSUER.verificationKey()).issuer(Launch.ISSUER)
                 .audience(TokenAudience.SANDBOX).sandboxId(Launch.SANDBOX).runtimeGeneration(Launch.GENERATION)
-                .clock(clock).build();
+                .sessionLineage(Launch.LINEAGE).clock(clock).build();
     }
 
     @ParameterizedTest
