@@ -147,4 +147,5 @@ module openshell.sandbox {
     requires io.grpc;
     requires io.grpc.stub;
     requires com.google.protobuf;
+    requires jakarta.json;
 }

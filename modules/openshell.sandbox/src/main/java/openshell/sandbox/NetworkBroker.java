@@ -472,8 +472,13 @@ final class NetworkBroker implements NetworkMediationSource {
     }
 
     static void audit(String call, String outcome, String detail) {
-        System.err.println("{\"audit\":\"sandbox-broker\",\"call\":\"" + call + "\",\"outcome\":\"" + outcome
-                + "\",\"detail\":\"" + detail.replace("\\", "\\\\").replace("\"", "'") + "\"}");
+        System.err.println(auditLine(call, outcome, detail));
+    }
+
+    /** One audit line; every value escaped, a missing detail (an exception without a message) as "null". */
+    static String auditLine(String call, String outcome, String detail) {
+        return JsonLine.write(JsonLine.object().add("audit", "sandbox-broker").add("call", call).add("outcome", outcome)
+                .add("detail", String.valueOf(detail)));
     }
 
     static int errnoOf(DenyReason reason) {

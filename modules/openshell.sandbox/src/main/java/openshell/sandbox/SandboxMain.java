@@ -291,13 +291,14 @@ public final class SandboxMain {
                              Optional.of(Path.of(arguments.channel()))))
                      .build()) {
             endpoint.start();
-            System.out.println("{\"sandbox\":\"" + arguments.sandbox() + "\",\"generation\":" + arguments.generation()
-                    + ",\"serving\":true,\"channel\":\"" + arguments.channel() + "\",\"kernel\":\"" + report.kernel()
-                    + "\",\"landlockAbi\":" + report.landlockAbi() + ",\"taskMemory\":\"" + report.taskMemory()
-                    + "\",\"interfaces\":\"" + report.interfaces() + "\",\"directEgressFailed\":"
-                    + !report.egressErrors().isEmpty() + ",\"bundleBytes\":" + launch.bundleBytes() + ",\"dumpable\":"
-                    + ProcessControl.dumpable() + ",\"dnsRelay\":\"" + relay.address() + "\",\"workspace\":\""
-                    + workspace + "\",\"runtimeDirectory\":\"" + runtimeDirectory + "\"}");
+            System.out.println(JsonLine.write(JsonLine.object().add("sandbox", arguments.sandbox())
+                    .add("generation", arguments.generation()).add("serving", true).add("channel", arguments.channel())
+                    .add("kernel", String.valueOf(report.kernel())).add("landlockAbi", report.landlockAbi())
+                    .add("taskMemory", String.valueOf(report.taskMemory()))
+                    .add("interfaces", String.valueOf(report.interfaces()))
+                    .add("directEgressFailed", !report.egressErrors().isEmpty()).add("bundleBytes", launch.bundleBytes())
+                    .add("dumpable", ProcessControl.dumpable()).add("dnsRelay", String.valueOf(relay.address()))
+                    .add("workspace", workspace.toString()).add("runtimeDirectory", runtimeDirectory.toString())));
             System.out.flush();
             return serve(control, endpoint);
         }

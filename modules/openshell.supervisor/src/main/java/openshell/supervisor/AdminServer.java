@@ -40,8 +40,9 @@ final class AdminServer implements AutoCloseable {
                             if (running && live) {
                                 res.send("{\"status\":\"ready\"}");
                             } else {
-                                res.status(Status.SERVICE_UNAVAILABLE_503).send("{\"status\":\"not ready\",\"boundaryRunning\":"
-                                        + running + ",\"mediationLive\":" + live + "}");
+                                res.status(Status.SERVICE_UNAVAILABLE_503).send(AuditLine.JSON.createObjectBuilder()
+                                        .add("status", "not ready").add("boundaryRunning", running)
+                                        .add("mediationLive", live).build().toString());
                             }
                         })
                         .get("/metrics", (req, res) -> res.header(HeaderNames.CONTENT_TYPE, "text/plain; version=0.0.4")

@@ -108,6 +108,18 @@ public final class SupervisorMain {
     /** The backend this main drives: the OpenShell sandbox runtime, by exact name and version. */
     static final openshell.isolation.BackendKey BACKEND = OpenShellRuntimeBackend.KEY;
 
+    /**
+     * The line the driver and the tests wait for, keys in this order (they match its start), every
+     * value escaped by the JSON library: a kernel string or id with quotes or newlines cannot forge it.
+     */
+    static String readyLine(int adminPort, String sandbox, long generation, String kernel, int controls,
+                            long policyGeneration) {
+        return AuditLine.JSON.createObjectBuilder().add("ready", true).add("admin", "http://127.0.0.1:" + adminPort)
+                .add("sandbox", sandbox).add("generation", generation).add("backend", BACKEND.name() + "@" + BACKEND.version())
+                .add("kernel", String.valueOf(kernel)).add("controls", controls).add("policyGeneration", policyGeneration)
+                .build().toString();
+    }
+
     private SupervisorMain() {
     }
 
@@ -403,11 +415,8 @@ public final class SupervisorMain {
                 SandboxMediation live = mediation;
                 try (AdminServer admin = AdminServer.start("127.0.0.1", arguments.adminPort(),
                         () -> running.get().running(), live)) {
-                    out.println("{\"ready\":true,\"admin\":\"http://127.0.0.1:" + admin.port() + "\",\"sandbox\":\""
-                            + bundle.sandboxId() + "\",\"generation\":" + bundle.generation() + ",\"backend\":\""
-                            + BACKEND.name() + "@" + BACKEND.version() + "\",\"kernel\":\"" + evidence.kernel()
-                            + "\",\"controls\":" + evidence.controls().size() + ",\"policyGeneration\":"
-                            + policies.number() + "}");
+                    out.println(readyLine(admin.port(), bundle.sandboxId(), bundle.generation(), evidence.kernel(),
+                            evidence.controls().size(), policies.number()));
                     out.flush();
                     ExitStatus status = running.get().agent().awaitExit();
                     err.println("openshell-supervisor: the agent ended: " + status);

@@ -29,6 +29,20 @@ class SupervisorMainTest {
     private static final TokenIssuer ISSUER = TokenIssuer.generate("openshell-gateway", "k1", Clock.systemUTC());
     private static final String SECRET = "sk-test-never-printed-42";
 
+    /** A kernel string (or any value) with quotes and newlines stays one value of one ready line. */
+    @Test
+    void theReadyLineEscapesWhatItCarries() {
+        String forged = "6.1\",\"controls\":99}\n{\"ready\":true,\"admin\":\"http://198.51.100.7:1\"}\r\u0000";
+        String line = SupervisorMain.readyLine(4242, "sbx-1", 2, forged, 7, 3);
+        assertEquals(1, line.lines().count(), line);
+        assertTrue(line.startsWith("{\"ready\":true,\"admin\":\"http://127.0.0.1:4242\",\"sandbox\":\"sbx-1\""), line);
+        assertTrue(line.chars().noneMatch(c -> c < 0x20), line);
+        jakarta.json.JsonObject read = jakarta.json.Json.createReader(new java.io.StringReader(line)).readObject();
+        assertEquals(forged, read.getString("kernel"));
+        assertEquals(7, read.getInt("controls"));
+        assertEquals(3, read.getJsonNumber("policyGeneration").longValue());
+    }
+
     private static byte[] bundle(String sandbox, String policy) {
         return LaunchBundles.mint(LaunchBundles.Request.builder().sandboxId(sandbox)
                 .sessionId(SandboxSessionId.fresh().value()).generation(2).policyYaml(policy)
