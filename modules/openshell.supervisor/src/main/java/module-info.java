@@ -64,6 +64,7 @@
  * <tr><td>{@code SandboxMediation.CONNECT_TIMEOUT}</td><td>10 s</td><td>the open is denied TIMEOUT (ETIMEDOUT)</td></tr>
  * <tr><td>{@code SandboxMediation.ACCEPT_POLL}</td><td>500 ms</td><td>the longest an accept loop takes to notice a close</td></tr>
  * <tr><td>{@code SandboxMediation.RELAY_BUFFER_BYTES}</td><td>16 KiB per direction</td><td>the relay waits for the reader (back-pressure)</td></tr>
+ * <tr><td>{@code RemoteMediation.RELAY_LINGER}</td><td>10 s</td><td>a relay that ended in order (every byte and the half-close sent) cuts a workload that still keeps its side open</td></tr>
  * <tr><td>{@code SandboxMediation.HANDOFF_WAIT}</td><td>15 s</td><td>a handed-off connection whose socket did not arrive is dropped (the upstream socket closed)</td></tr>
  * <tr><td>{@code HandoffListener.MAX_CONNECTIONS}</td><td>2 lane connections</td><td>a further connection is closed at accept</td></tr>
  * <tr><td>{@code HandoffListener.POLL}, {@code READ_WAIT}</td><td>1 s, 5 s</td><td>the longest the accept loop outlives a close; a lane reader's wait between looks (a close shuts its connection down, which wakes it at once)</td></tr>
@@ -92,8 +93,8 @@
  * <tr><td>{@code InterceptionAuthority.LEAF_RENEW_BEFORE}</td><td>1 day</td><td>a cached leaf closer to expiry is re-issued</td></tr>
  * <tr><td>{@code InterceptionAuthority.BACKDATE}</td><td>1 hour</td><td>certificates are valid from this long before issue (clock skew)</td></tr>
  * <tr><td>{@code HostAliases.MAX_ALIASES}</td><td>256</td><td>configuration refused</td></tr>
- * <tr><td>{@code Credentials.MAX_PROVIDERS}</td><td>64</td><td>configuration refused</td></tr>
  * <tr><td>{@code UpstreamResolver.ANSWER_WAIT}</td><td>2 s for A and AAAA together</td><td>a transient failure: the DNS plane retries, then SERVFAIL</td></tr>
+ * <tr><td>{@code Credentials.MAX_PROVIDERS}</td><td>64</td><td>configuration refused</td></tr>
  * <tr><td>{@code CredentialProvider.MAX_SECRET_BYTES}</td><td>8 KiB</td><td>configuration refused (value not echoed)</td></tr>
  * <tr><td>{@code CredentialProvider.MAX_HOSTS}</td><td>64 per provider</td><td>configuration refused</td></tr>
  * <tr><td>{@code SupervisorMain.ATTACH_WAIT}</td><td>120 s</td><td>the runtime did not dial in and attach: exit 70</td></tr>

@@ -211,6 +211,15 @@ public final class CreditedStream<I, O> {
                     // already closed underneath
                 }
             }
+        } else if (!dead.get() && outbound.getNow(null) instanceof ClientCallStreamObserver<O> call) {
+            // A caller that completed its upload can still cut the call (the peer's side stays open otherwise).
+            synchronized (sendLock) {
+                try {
+                    call.cancel(status.getDescription(), status.getCause());
+                } catch (RuntimeException e) {
+                    // already closed underneath
+                }
+            }
         }
         end(status.asRuntimeException(), "the stream was failed: " + status);
     }

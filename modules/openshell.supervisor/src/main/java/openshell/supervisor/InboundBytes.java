@@ -19,11 +19,12 @@ final class InboundBytes extends InputStream {
     private byte[] current = new byte[0];
     private int position;
     private volatile boolean ended;
+    private volatile boolean discarding;
     private volatile String failure;
 
-    /** Queues a chunk, waiting while the queue is full. */
+    /** Queues a chunk, waiting while the queue is full; dropped once the reader has gone ({@link #discard()}). */
     void deliver(byte[] chunk) {
-        if (chunk.length == 0) {
+        if (chunk.length == 0 || discarding) {
             return;
         }
         try {
@@ -35,6 +36,16 @@ final class InboundBytes extends InputStream {
 
     /** End of input (clean); later reads return -1 once drained. */
     void end() {
+        chunks.offer(END);
+    }
+
+    /**
+     * The reader has gone: what is queued and what still arrives is dropped, so the stream's
+     * deliverer never waits for a reader that will not come (and keeps granting credit).
+     */
+    void discard() {
+        discarding = true;
+        chunks.clear();
         chunks.offer(END);
     }
 

@@ -58,6 +58,11 @@ final class RemoteMediation implements NetworkMediationSource, LaneSource {
     private static final System.Logger LOGGER = System.getLogger(RemoteMediation.class.getName());
     /** Largest relay chunk sent in one message: the credited-stream bound. */
     static final int MAX_CHUNK_BYTES = CreditedStream.MAX_CHUNK_BYTES;
+    /**
+     * How long a relay that ended gracefully (every byte and the half_close sent) waits for the
+     * workload to close its side before the stream is cut.
+     */
+    static final Duration RELAY_LINGER = Duration.ofSeconds(10);
     private static final int EACCES = 13;
     private static final int EAGAIN = 11;
     private static final int ETIMEDOUT = 110;
@@ -643,12 +648,22 @@ final class RemoteMediation implements NetworkMediationSource, LaneSource {
      * The supervisor's side of an allowed relay: bytes go out as credited messages (the writer
      * waits while {@link CreditedStream#MAX_IN_FLIGHT} are unacknowledged); closing the output
      * sends half_close and keeps the stream open for the other direction.
+     *
+     * <p>Closing the channel after its output was closed ends the stream gracefully: the upload
+     * is completed behind every byte and the half_close already queued, so the runtime writes
+     * them all to the workload's socket before the workload reads its end of stream (a cancel
+     * could overtake them: gRPC drops what it has not yet written when a call is cancelled, and
+     * a client reading a response up to the connection's end got nothing or a cut body). What
+     * the workload still sends is then read and dropped, and a workload that keeps its side
+     * open past {@link #RELAY_LINGER} is cut. Closing without that half_close (an error, a
+     * revoked rule) cancels at once.
      */
     private static final class RelayBytes implements ByteChannel {
         private final CreditedStream<RelayDown, RelayUp> relay;
         private final InboundBytes input;
         private final AtomicBoolean outputClosed = new AtomicBoolean();
         private final AtomicBoolean closed = new AtomicBoolean();
+        private volatile boolean halfCloseSent;
         private final OutputStream output;
 
         RelayBytes(CreditedStream<RelayDown, RelayUp> relay, InboundBytes input) {
@@ -675,6 +690,7 @@ final class RemoteMediation implements NetworkMediationSource, LaneSource {
                 public void close() throws IOException {
                     if (outputClosed.compareAndSet(false, true)) {
                         send(RelayUp.newBuilder().setHalfClose(true).build());
+                        halfCloseSent = true;
                     }
                 }
             };
@@ -701,11 +717,23 @@ final class RemoteMediation implements NetworkMediationSource, LaneSource {
         @Override
         public void close() {
             if (closed.compareAndSet(false, true)) {
-                outputClosed.set(true);
-                if (!relay.isEnded()) {
-                    relay.fail(io.grpc.Status.CANCELLED.withDescription("relay closed by the supervisor"));
+                boolean graceful = outputClosed.getAndSet(true) && halfCloseSent;
+                input.discard();
+                if (relay.isEnded()) {
+                    return;
                 }
-                input.end();
+                if (!graceful) {
+                    relay.fail(io.grpc.Status.CANCELLED.withDescription("relay closed by the supervisor"));
+                    return;
+                }
+                relay.complete();
+                java.util.concurrent.CompletableFuture.delayedExecutor(RELAY_LINGER.toMillis(), TimeUnit.MILLISECONDS)
+                        .execute(() -> {
+                            if (!relay.isEnded()) {
+                                relay.fail(io.grpc.Status.CANCELLED.withDescription(
+                                        "the workload kept its side open " + RELAY_LINGER.toSeconds() + " s after the relay ended"));
+                            }
+                        });
             }
         }
     }

@@ -434,6 +434,8 @@ final class SandboxMediation implements AutoCloseable {
         in.unread(first);
         if (first != TLS_HANDSHAKE_RECORD) {
             new HttpRelay(this, relay, in, channel.output(), upstream.getInputStream(), upstream.getOutputStream(), false).run();
+            // Ended in order: the workload reads every byte relayed, then its end of stream.
+            channel.output().close();
             return;
         }
         String name = where.host().orElseGet(() -> where.address().orElseThrow().getHostAddress());
@@ -461,14 +463,15 @@ final class SandboxMediation implements AutoCloseable {
                     .identity(relay.admission().identity()).destination(where.host().orElse(null),
                             where.address().orElse(null), where.port()));
             failed.refuseAll(502, "UPSTREAM_TLS", "TLS to " + name + " failed: " + e.getMessage());
+            workloadTls.closeOutbound();
+            channel.output().close();
             return;
         }
-        try {
-            new HttpRelay(this, relay, workloadTls.input(), workloadTls.output(), upstreamTls.getInputStream(),
-                    upstreamTls.getOutputStream(), true).run();
-        } finally {
-            workloadTls.closeOutbound();
-        }
+        new HttpRelay(this, relay, workloadTls.input(), workloadTls.output(), upstreamTls.getInputStream(),
+                upstreamTls.getOutputStream(), true).run();
+        // Only an orderly end says close_notify, behind every record relayed; an error cuts instead.
+        workloadTls.closeOutbound();
+        channel.output().close();
     }
 
     /**

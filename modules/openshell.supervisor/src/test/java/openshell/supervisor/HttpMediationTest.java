@@ -39,8 +39,11 @@ class HttpMediationTest {
                       - host: api.test
                         port: %1$d
                         protocol: rest
-                        access: read-only
                         rules:
+                          # read-only (GET, HEAD, OPTIONS everywhere) and one POST: a preset and rules are never mixed
+                          - {method: GET, path: "**"}
+                          - {method: HEAD, path: "**"}
+                          - {method: OPTIONS, path: "**"}
                           - {method: POST, path: /upload}
                         deny_rules:
                           - {method: POST, path: /repos/**}

@@ -7,26 +7,18 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import com.sun.net.httpserver.HttpsConfigurator;
 import com.sun.net.httpserver.HttpsServer;
-import java.io.ByteArrayInputStream;
 import java.io.IOException;
-import java.io.InputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
-import java.security.KeyStore;
-import java.security.cert.CertificateFactory;
 import java.security.cert.X509Certificate;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.TimeUnit;
-import javax.net.ssl.KeyManagerFactory;
-import javax.net.ssl.SSLContext;
 import openshell.driver.ComputeDriver;
 import openshell.driver.DriverEnvironment;
 import openshell.driver.DriverRegistry;
@@ -57,7 +49,6 @@ class HttpsAgentTest {
     private static final String API = "api.trust.test";
     private static final String OTHER = "other.trust.test";
     private static final String SECRET = "demo-secret-6c1f";
-    private static final String PASSWORD = "changeit";
 
     @Test
     void curlSpeaksHttpsThroughTheInterceptionCaAndL7RulesDecideTheDecryptedRequests() throws Exception {
@@ -69,11 +60,12 @@ class HttpsAgentTest {
         Path root = Files.createTempDirectory(work, "https");
         Files.setPosixFilePermissions(root, PosixFilePermissions.fromString("rwx--x--x"));
         Path pki = Files.createDirectory(root.resolve("pki"));
-        X509Certificate upstreamCa = demoPki(pki);
+        DemoPki demo = DemoPki.create(pki, API, OTHER);
+        X509Certificate upstreamCa = demo.ca();
 
         List<String> upstreamSaw = new CopyOnWriteArrayList<>();
         HttpsServer upstream = HttpsServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 16);
-        upstream.setHttpsConfigurator(new HttpsConfigurator(serverContext(pki.resolve("server.p12"))));
+        upstream.setHttpsConfigurator(new HttpsConfigurator(demo.server()));
         upstream.createContext("/", exchange -> {
             String auth = exchange.getRequestHeaders().getFirst("Authorization");
             String seen = exchange.getRequestMethod() + " " + exchange.getRequestHeaders().getFirst("Host") + " "
@@ -232,49 +224,6 @@ class HttpsAgentTest {
                 "$JAVA" -Xshare:off "$OUT/JavaGet.java" https://%1$s:%3$d/java >java.out 2>java.err
                 touch done
                 """.formatted(API, OTHER, port);
-    }
-
-    /** A demo CA and a server certificate for both aliases, made with the JDK's keytool (no other tool needed). */
-    private static X509Certificate demoPki(Path dir) throws Exception {
-        String keytool = Path.of(System.getProperty("java.home"), "bin", "keytool").toString();
-        String ca = dir.resolve("ca.p12").toString();
-        String server = dir.resolve("server.p12").toString();
-        keytool(keytool, "-genkeypair", "-keystore", ca, "-alias", "ca", "-keyalg", "EC", "-groupname", "secp256r1",
-                "-dname", "CN=OpenShell test upstream CA", "-ext", "bc:c", "-validity", "2");
-        keytool(keytool, "-genkeypair", "-keystore", server, "-alias", "server", "-keyalg", "EC", "-groupname", "secp256r1",
-                "-dname", "CN=" + API, "-validity", "2");
-        keytool(keytool, "-certreq", "-keystore", server, "-alias", "server", "-file", dir.resolve("server.csr").toString());
-        keytool(keytool, "-gencert", "-keystore", ca, "-alias", "ca", "-infile", dir.resolve("server.csr").toString(),
-                "-outfile", dir.resolve("server.pem").toString(), "-rfc", "-validity", "2",
-                "-ext", "san=dns:" + API + ",dns:" + OTHER, "-ext", "eku=serverAuth");
-        keytool(keytool, "-exportcert", "-keystore", ca, "-alias", "ca", "-rfc", "-file", dir.resolve("ca.pem").toString());
-        keytool(keytool, "-importcert", "-noprompt", "-keystore", server, "-alias", "ca", "-file", dir.resolve("ca.pem").toString());
-        keytool(keytool, "-importcert", "-keystore", server, "-alias", "server", "-file", dir.resolve("server.pem").toString());
-        try (InputStream in = new ByteArrayInputStream(Files.readAllBytes(dir.resolve("ca.pem")))) {
-            return (X509Certificate) CertificateFactory.getInstance("X.509").generateCertificate(in);
-        }
-    }
-
-    private static void keytool(String... command) throws Exception {
-        List<String> argv = new ArrayList<>(List.of(command));
-        argv.addAll(List.of("-storepass", PASSWORD));
-        Process p = new ProcessBuilder(argv).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) {
-            fail("keytool failed: " + argv + "\n" + out);
-        }
-    }
-
-    private static SSLContext serverContext(Path p12) throws Exception {
-        KeyStore store = KeyStore.getInstance("PKCS12");
-        try (InputStream in = Files.newInputStream(p12)) {
-            store.load(in, PASSWORD.toCharArray());
-        }
-        KeyManagerFactory keys = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
-        keys.init(store, PASSWORD.toCharArray());
-        SSLContext context = SSLContext.getInstance("TLS");
-        context.init(keys.getKeyManagers(), null, null);
-        return context;
     }
 
     private static String text(Path file) {
