@@ -120,7 +120,8 @@ final class SandboxRuntime implements RuntimeControl, AutoCloseable {
                 "seccomp user notification per workload process; connect on the caller's own socket (pidfd_getfd) to a one-shot loopback relay; task memory via "
                         + probes.taskMemory() + (probes.waitKillable() ? "; WAIT_KILLABLE_RECV" : "")));
         controls.add(new ConfirmationEvidence.Control("dns", "relay on " + NetworkBroker.DNS_RELAY + " (UDP, TCP); resolv.conf bind-mounted read-only"));
-        controls.add(new ConfirmationEvidence.Control("filesystem", "Landlock ABI " + probes.landlockAbi()));
+        controls.add(new ConfirmationEvidence.Control("filesystem", "Landlock ABI " + probes.landlockAbi() + "; "
+                + tree.confinement()));
         controls.add(new ConfirmationEvidence.Control("network-fence", "network namespace with " + probes.interfaces()
                 + "; direct egress failed: " + probes.egressErrors()));
         controls.add(new ConfirmationEvidence.Control("privileges", "no_new_privs, empty capability and bounding sets, uid/gid != 0"));
@@ -196,9 +197,10 @@ final class SandboxRuntime implements RuntimeControl, AutoCloseable {
         synchronized (this) {
             launching--;
             if (state != State.RUNNING) {
-                // The agent ended during the launch: the tree was terminated, this process with it.
+                // The agent ended once this exec was running (its tree was terminated, or is now):
+                // the exec did start, so it is reported as started, with its output, and then as
+                // ended with the sandbox, never as a launch that failed.
                 process.terminate();
-                throw new BackendException(BackendException.Kind.TERMINATED, "exec: the agent ended during the launch");
             }
             return register(process);
         }

@@ -86,20 +86,7 @@ class LifecycleTest {
         java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
         try (TestSandbox sandbox = new TestSandbox()) {
             StartupProbes.Report report = StartupProbes.run(sandbox.network);
-            openshell.linux.Cgroup leaf = ProcessTree.leaf("openshell-test-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
-            ProcessTree tree = new ProcessTree(TestSandbox.command(), request -> {
-                if (request.argv().contains("--hold")) {
-                    held.countDown();
-                    try {
-                        release.await();
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                    }
-                }
-                return sandbox.plan(request.argv().get(0), request.argv()).envp(request.environment())
-                        .workingDirectory(request.directory()).build();
-            }, sandbox.broker, leaf);
-            try (SandboxRuntime runtime = new SandboxRuntime(report, sandbox.broker, tree, "0".repeat(64))) {
+            try (SandboxRuntime runtime = new SandboxRuntime(report, sandbox.broker, heldTree(sandbox, held, release), "0".repeat(64))) {
                 runtime.attach("supervisor-a", 1);
                 runtime.confirm("");
                 long agent = runtime.startAgent(new AgentSpec(List.of("/usr/bin/sleep", "600"), Map.of("PATH", "/usr/bin"), "/"));
@@ -122,5 +109,56 @@ class LifecycleTest {
                 release.countDown();
             }
         }
+    }
+
+    /**
+     * An exec whose launch completes only after the agent ended (and its tree was terminated)
+     * did start: it is reported with an id and then as killed with the sandbox, never as a
+     * launch that failed (CI once saw "the agent ended during the launch" for an exec whose
+     * output had already arrived).
+     */
+    @Test
+    void anExecWhoseLaunchOutlivesTheAgentIsReportedAsStartedAndThenKilled() throws Exception {
+        java.util.concurrent.CountDownLatch held = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        try (TestSandbox sandbox = new TestSandbox()) {
+            StartupProbes.Report report = StartupProbes.run(sandbox.network);
+            try (SandboxRuntime runtime = new SandboxRuntime(report, sandbox.broker, heldTree(sandbox, held, release), "0".repeat(64))) {
+                runtime.attach("supervisor-a", 1);
+                runtime.confirm("");
+                long agent = runtime.startAgent(new AgentSpec(List.of("/usr/bin/bash", "-c", "read -r line; exit 3"),
+                        Map.of("PATH", "/usr/bin"), "/"));
+                java.util.concurrent.CompletableFuture<Long> exec = java.util.concurrent.CompletableFuture.supplyAsync(
+                        () -> runtime.exec(ExecSpec.of("/bin/sh", "-c", "exec /usr/bin/sleep 600", "--hold")), THREADS);
+                assertTrue(held.await(TestSandbox.WAIT.toSeconds(), java.util.concurrent.TimeUnit.SECONDS), "the launch began");
+                runtime.session(agent).stdin().write("bye\n".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                assertEquals(Optional.of(new ExitStatus.Exited(3)), runtime.await(agent, TestSandbox.WAIT));
+                assertEquals(SandboxRuntime.State.ENDED, runtime.state());
+                release.countDown();
+                long late = exec.get(TestSandbox.WAIT.toSeconds(), java.util.concurrent.TimeUnit.SECONDS);
+                assertEquals(Optional.of(new ExitStatus.Signaled(9)), runtime.await(late, TestSandbox.WAIT),
+                        "the exec ended with the sandbox");
+            } finally {
+                release.countDown();
+            }
+        }
+    }
+
+    /** A process tree whose launches with {@code --hold} in their argv wait in their plan until released. */
+    private static ProcessTree heldTree(TestSandbox sandbox, java.util.concurrent.CountDownLatch held,
+                                        java.util.concurrent.CountDownLatch release) {
+        openshell.linux.Cgroup leaf = ProcessTree.leaf("openshell-test-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
+        return new ProcessTree(TestSandbox.command(), request -> {
+            if (request.argv().contains("--hold")) {
+                held.countDown();
+                try {
+                    release.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            return sandbox.plan(request.argv().get(0), request.argv()).envp(request.environment())
+                    .workingDirectory(request.directory()).build();
+        }, sandbox.broker, leaf);
     }
 }
