@@ -16,18 +16,59 @@ public sealed interface Decision permits Decision.Allow, Decision.Deny {
     String reason();
 
     /**
-     * An allow.
-     *
-     * @param rule                the rule (or endpoint) that allowed it
-     * @param inspection          how the connection must be relayed
-     * @param hostDeclaredExactly whether an allowing endpoint names this exact host or address
-     *                            (what {@link AddressClass#permitted} needs for private addresses)
+     * An allow. Under an endpoint's {@code enforcement: audit} a request its rules would refuse is
+     * allowed too, and {@link #wouldDeny} carries the denial it would have been: the supervisor
+     * forwards it and writes that denial in the audit line.
      */
-    record Allow(RuleRef rule, Inspection inspection, boolean hostDeclaredExactly) implements Decision {
-        /** Rejects nulls. */
-        public Allow {
-            Objects.requireNonNull(rule, "rule");
-            Objects.requireNonNull(inspection, "inspection");
+    final class Allow implements Decision {
+        private final RuleRef rule;
+        private final Inspection inspection;
+        private final boolean hostDeclaredExactly;
+        private final Deny wouldDeny;
+
+        private Allow(RuleRef rule, Inspection inspection, boolean hostDeclaredExactly, Deny wouldDeny) {
+            this.rule = Objects.requireNonNull(rule, "rule");
+            this.inspection = Objects.requireNonNull(inspection, "inspection");
+            this.hostDeclaredExactly = hostDeclaredExactly;
+            this.wouldDeny = wouldDeny;
+        }
+
+        /**
+         * @param rule                the rule (or endpoint) that allowed it
+         * @param inspection          how the connection must be relayed
+         * @param hostDeclaredExactly whether an allowing endpoint names this exact host or address
+         *                            (what {@link AddressClass#permitted} needs for private addresses)
+         * @return the allow
+         */
+        public static Allow of(RuleRef rule, Inspection inspection, boolean hostDeclaredExactly) {
+            return new Allow(rule, inspection, hostDeclaredExactly, null);
+        }
+
+        static Allow audited(RuleRef endpoint, boolean hostDeclaredExactly, Deny wouldDeny) {
+            return new Allow(endpoint, Inspection.HTTP, hostDeclaredExactly, Objects.requireNonNull(wouldDeny, "wouldDeny"));
+        }
+
+        /** @return the rule (or endpoint) that allowed it; for an audited request, its endpoint */
+        public RuleRef rule() {
+            return rule;
+        }
+
+        /** @return how the connection must be relayed */
+        public Inspection inspection() {
+            return inspection;
+        }
+
+        /** @return whether an allowing endpoint names this exact host or address */
+        public boolean hostDeclaredExactly() {
+            return hostDeclaredExactly;
+        }
+
+        /**
+         * @return the denial an {@code enforcement: enforce} endpoint would have given: present only
+         *         for a request forwarded under {@code enforcement: audit}
+         */
+        public Optional<Deny> wouldDeny() {
+            return Optional.ofNullable(wouldDeny);
         }
 
         @Override
@@ -37,7 +78,27 @@ public sealed interface Decision permits Decision.Allow, Decision.Deny {
 
         @Override
         public String reason() {
+            if (wouldDeny != null) {
+                return "audit: would be denied (" + wouldDeny.cause() + wouldDeny.rule().map(r -> " by " + r).orElse("")
+                        + "): " + wouldDeny.reason() + "; forwarded because " + rule + " has enforcement: audit";
+            }
             return "allowed by " + rule + (inspection == Inspection.HTTP ? "; HTTP requests inspected" : "");
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof Allow a && a.rule.equals(rule) && a.inspection == inspection
+                    && a.hostDeclaredExactly == hostDeclaredExactly && Objects.equals(a.wouldDeny, wouldDeny);
+        }
+
+        @Override
+        public int hashCode() {
+            return Objects.hash(rule, inspection, hostDeclaredExactly, wouldDeny);
+        }
+
+        @Override
+        public String toString() {
+            return "Allow[" + reason() + "]";
         }
     }
 

@@ -8,9 +8,9 @@ import java.util.Locale;
 
 /**
  * Host names and host patterns. Names compare case-insensitively (folded to lower case, one
- * trailing dot dropped). In a pattern {@code *} is exactly one label and {@code **} one or more
- * labels; a wildcard is always a whole label and the last label is always literal, so no pattern
- * matches every host.
+ * trailing dot dropped), and a pattern is anchored at both ends. In a pattern {@code *} stays
+ * inside one label and {@code **} (first label only) is one or more labels; the last label is
+ * always literal, so no pattern matches every host.
  */
 final class HostNames {
     /** Longest DNS name (RFC 1035). */
@@ -114,15 +114,28 @@ final class HostNames {
         }
     }
 
+    /** Fewest labels of a wildcard host (upstream's rule: {@code *.com} would cover a whole top-level domain). */
+    static final int MIN_WILDCARD_LABELS = 3;
+
     /**
+     * Parses a host pattern as upstream OpenShell's version-1 schema defines it: {@code *} inside
+     * the first label ({@code *-api.example.com}) or as a whole later label
+     * ({@code *.s3.*.amazonaws.com}), {@code **} only as the whole first label (one or more
+     * labels, never the apex), at least {@link #MIN_WILDCARD_LABELS} labels and a literal last
+     * label, so no pattern covers every host or a whole top-level domain.
+     *
      * @param text     the pattern as written
-     * @param problems where to say what is wrong
+     * @param problems where to say what is wrong (and how to write it instead)
      * @return the pattern, or null after adding a problem
      */
     static Pattern parsePattern(String text, List<String> problems) {
         InetAddress ip = ipLiteral(text);
         if (ip != null) {
             return new Ip(text, ip);
+        }
+        if (text.indexOf('\0') >= 0) {
+            problems.add("a host must not contain NUL");
+            return null;
         }
         if (text.indexOf('*') < 0) {
             String name = canonical(text);
@@ -133,33 +146,61 @@ final class HostNames {
             }
             return new Exact(text, name);
         }
-        String[] labels = text.toLowerCase(Locale.ROOT).split("\\.", -1);
+        if (text.equals("*") || text.equals("**")) {
+            problems.add("a bare '" + text + "' would match every host; name the hosts, e.g. 'api.example.com' or '*.example.com'");
+            return null;
+        }
         if (text.length() > MAX_NAME_LENGTH) {
             problems.add("host pattern longer than " + MAX_NAME_LENGTH + " characters");
+            return null;
+        }
+        String[] labels = text.toLowerCase(Locale.ROOT).split("\\.", -1);
+        if (labels.length < MIN_WILDCARD_LABELS) {
+            problems.add("a wildcard host needs at least " + MIN_WILDCARD_LABELS + " labels, so '" + text
+                    + "' (a whole top-level domain) is refused; wildcard below a registrable domain, e.g. '*.example.com'");
             return null;
         }
         List<String> tokens = new ArrayList<>();
         for (int i = 0; i < labels.length; i++) {
             String l = labels[i];
-            if (l.equals("*")) {
-                tokens.add("*");
-            } else if (l.equals("**")) {
+            boolean last = i == labels.length - 1;
+            if (l.indexOf('*') >= 0 && last) {
+                problems.add("the last label of a host pattern must be literal: '" + text + "'; write e.g. '*.example.com'");
+                return null;
+            }
+            if (l.equals("**")) {
+                if (i != 0) {
+                    problems.add("'**' is allowed only as the whole first label: '" + text + "'; write '**."
+                            + String.join(".", java.util.Arrays.copyOfRange(labels, i + 1, labels.length)) + "'");
+                    return null;
+                }
+                // One or more labels: "**.example.com" never matches the apex example.com.
                 tokens.add("*");
                 tokens.add("**");
+            } else if (l.equals("*")) {
+                tokens.add("*");
             } else if (l.indexOf('*') >= 0) {
-                problems.add("a wildcard must be a whole label ('*' one label, '**' one or more): '" + text + "'");
-                return null;
+                if (l.contains("**")) {
+                    problems.add("'**' is allowed only as the whole first label: '" + text + "'; write '*' inside a label");
+                    return null;
+                }
+                if (i != 0) {
+                    problems.add("'*' inside a label is allowed only in the first label: '" + text
+                            + "'; use a whole '*' label here (e.g. 'api.*.example.com')");
+                    return null;
+                }
+                String stripped = l.replace("*", "");
+                if (!stripped.isEmpty() && canonical(stripped) == null) {
+                    problems.add("not a valid host pattern label '" + l + "' in '" + text + "'");
+                    return null;
+                }
+                tokens.add(l);
             } else if (l.isEmpty() || l.length() > MAX_LABEL_LENGTH || canonical(l) == null) {
                 problems.add("not a valid host pattern label '" + l + "' in '" + text + "'");
                 return null;
             } else {
                 tokens.add(l);
             }
-        }
-        String last = labels[labels.length - 1];
-        if (last.equals("*") || last.equals("**")) {
-            problems.add("the last label of a host pattern must be literal, so no pattern matches every host: '" + text + "'");
-            return null;
         }
         SegmentGlob glob = SegmentGlob.of(text, tokens.toArray(String[]::new));
         return new Wildcard(text, glob, glob.literalSuffix('.'));

@@ -1,6 +1,6 @@
 package openshell.policy;
 
-/** HTTP request methods as the engine compares them: upper case, and HEAD decided as GET. */
+/** HTTP request methods as the engine compares them: case-insensitively, upper case; a GET rule also covers HEAD. */
 final class HttpMethods {
     /** Longest method accepted. */
     static final int MAX_LENGTH = 32;
@@ -10,7 +10,7 @@ final class HttpMethods {
 
     /**
      * @param method a request method as sent
-     * @return its canonical form ("HEAD" becomes "GET"), or null if it is not an RFC 9110 token
+     * @return its canonical (upper-case) form, or null if it is not an RFC 9110 token
      *         of at most {@link #MAX_LENGTH} characters
      */
     static String canonical(String method) {
@@ -27,8 +27,18 @@ final class HttpMethods {
                 return null;
             }
         }
-        String m = lower ? method.toUpperCase(java.util.Locale.ROOT) : method;
-        return m.equals("HEAD") ? "GET" : m;
+        return lower ? method.toUpperCase(java.util.Locale.ROOT) : method;
+    }
+
+    /**
+     * @param ruleMethods a rule's upper-case methods, or null for any
+     * @param method      the request's canonical method
+     * @return whether the rule covers it: the method itself, or HEAD under GET (RFC 9110 section 9.3.2);
+     *         no other method implies another
+     */
+    static boolean covers(java.util.Set<String> ruleMethods, String method) {
+        return ruleMethods == null || ruleMethods.contains(method)
+                || (method.equals("HEAD") && ruleMethods.contains("GET"));
     }
 
     private static boolean tchar(char c) {

@@ -30,6 +30,10 @@ public final class Policy {
     public static final int MAX_BINARIES = 256;
     /** Most entries in one endpoint's {@code rules}, and separately in its {@code deny_rules}. */
     public static final int MAX_RULES = 256;
+    /** Most parameters named in one rule's {@code query}. */
+    public static final int MAX_QUERY_CONDITIONS = 32;
+    /** Most parameters decoded from one request's query when a rule reads it; more denies the request. */
+    public static final int MAX_QUERY_PARAMETERS = QueryString.MAX_PARAMETERS;
     /** Most entries in one endpoint's {@code ports}. */
     public static final int MAX_PORTS = 256;
     /** Most paths in {@code filesystem_policy}, read-only and read-write together. */

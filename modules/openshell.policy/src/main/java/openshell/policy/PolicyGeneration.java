@@ -3,7 +3,7 @@ package openshell.policy;
 import java.net.InetAddress;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
+import java.util.Map;
 import java.util.Objects;
 import openshell.isolation.BinaryIdentity;
 import openshell.isolation.IdentityResolution;
@@ -11,42 +11,60 @@ import openshell.isolation.IdentityResolution;
 /**
  * One installed generation of a sandbox's policy: the decision engine. Immutable, so the supervisor
  * swaps generations atomically (one reference) and every decision sees exactly one generation.
- * Pure and deterministic: a decision depends only on the policy and the arguments, never on time,
+ * Pure and deterministic: a decision depends only on the policy, the workload's symlinks as they
+ * were when the generation was built ({@link WorkloadPaths}) and the arguments, never on time,
  * DNS or the command line.
  *
- * <p>Semantics, the same for every question: default deny; an unresolved identity denies; a
- * block's {@code binaries} match the caller by exact path, glob or ancestor, and a pinned
- * {@code sha256} must equal the executable's known digest; the deny rules of every block whose
- * binaries match win over allows from any block; a {@code tcp} endpoint is never inspected at L7,
- * and when a {@code rest} endpoint also matches the destination the connection is inspected (so
- * its deny rules can be enforced) and the {@code tcp} endpoint grants no request. Ties go to the
- * endpoint or rule written first. A connection's address must also be {@linkplain AddressClass
- * permitted}: private only when an allowing endpoint names the exact host or address, loopback,
- * link-local, metadata and the like never (unless the destination is an operator's
- * {@linkplain Destination#aliased alias}).
+ * <p>Semantics, upstream OpenShell's: default deny; an unresolved identity denies; an endpoint and
+ * a binary must match in the same block; a {@code path:} binary matches the executable or any
+ * ancestor (exactly or by glob), and a pinned {@code sha256} must equal that executable's known
+ * digest; L7 allows are the union over the matching blocks, and a deny rule in any of them wins,
+ * while a block whose binaries do not match the caller contributes neither; the reported rule
+ * comes from the lexicographically smallest block key, then document order. A {@code tcp}
+ * endpoint is never inspected, and when a {@code rest} endpoint also matches, the connection is
+ * inspected and the {@code tcp} endpoint grants no request. Under {@code enforcement: audit} a
+ * request the rules refuse is allowed with {@link Decision.Allow#wouldDeny}. A connection's
+ * address must also be {@linkplain AddressClass permitted}: private only when an allowing
+ * endpoint names the exact host or address, loopback, link-local, metadata and the like never
+ * (unless the destination is an operator's {@linkplain Destination#aliased alias}).
  */
 public final class PolicyGeneration {
     private final long number;
     private final Policy policy;
+    private final WorkloadPaths paths;
     private final List<NetworkModel.Block> blocks;
     private final EndpointIndex index;
 
-    private PolicyGeneration(long number, Policy policy) {
+    private PolicyGeneration(long number, Policy policy, WorkloadPaths paths) {
         if (number < 1) {
             throw new PolicyException("a generation number is positive: " + number);
         }
         this.number = number;
         this.policy = Objects.requireNonNull(policy, "policy");
-        this.blocks = policy.blocks();
+        this.paths = Objects.requireNonNull(paths, "paths");
+        List<NetworkModel.Block> expanded = new ArrayList<>();
+        for (NetworkModel.Block b : policy.blocks()) {
+            expanded.add(b.expanded(paths));
+        }
+        this.blocks = List.copyOf(expanded);
         this.index = new EndpointIndex(blocks);
     }
 
     /**
      * @param policy the policy a sandbox is created with
-     * @return generation 1
+     * @return generation 1, matching binary paths as written
      */
     public static PolicyGeneration first(Policy policy) {
-        return new PolicyGeneration(1, policy);
+        return new PolicyGeneration(1, policy, WorkloadPaths.asWritten());
+    }
+
+    /**
+     * @param policy the policy a sandbox is created with
+     * @param paths  the workload's view of its files, to expand binary paths through symlinks
+     * @return generation 1
+     */
+    public static PolicyGeneration first(Policy policy, WorkloadPaths paths) {
+        return new PolicyGeneration(1, policy, paths);
     }
 
     /**
@@ -55,23 +73,44 @@ public final class PolicyGeneration {
      * @return the generation (for a supervisor resuming a known generation)
      */
     public static PolicyGeneration of(long number, Policy policy) {
-        return new PolicyGeneration(number, policy);
+        return new PolicyGeneration(number, policy, WorkloadPaths.asWritten());
     }
 
     /**
-     * The next generation, for a hot reload. Only the network section may change.
+     * @param number the generation number, positive
+     * @param policy the policy
+     * @param paths  the workload's view of its files
+     * @return the generation
+     */
+    public static PolicyGeneration of(long number, Policy policy, WorkloadPaths paths) {
+        return new PolicyGeneration(number, policy, paths);
+    }
+
+    /**
+     * The next generation, for a hot reload, expanding binary paths as this one did. Only the
+     * network section may change.
      *
      * @param next the new, already validated policy
      * @return generation {@code number() + 1}
      * @throws PolicyException if a static section differs
      */
     public PolicyGeneration successor(Policy next) {
+        return successor(next, paths);
+    }
+
+    /**
+     * @param next  the new, already validated policy
+     * @param paths the workload's view of its files now (a reload expands symlinks again)
+     * @return generation {@code number() + 1}
+     * @throws PolicyException if a static section differs
+     */
+    public PolicyGeneration successor(Policy next, WorkloadPaths paths) {
         Objects.requireNonNull(next, "next");
         if (!policy.sameStaticSections(next)) {
             throw new PolicyException("filesystem_policy, landlock and process are fixed at creation; only "
                     + "network_policies may change in a reload");
         }
-        return new PolicyGeneration(Math.addExact(number, 1), next);
+        return new PolicyGeneration(Math.addExact(number, 1), next, paths);
     }
 
     /** @return the generation number */
@@ -101,16 +140,15 @@ public final class PolicyGeneration {
         if (m.deny != null) {
             return m.deny;
         }
-        NetworkModel.Endpoint chosen = null;
         boolean inspect = false;
         for (NetworkModel.Endpoint ep : m.endpoints) {
             inspect |= ep.rest;
         }
+        NetworkModel.Endpoint chosen = null;
         for (NetworkModel.Endpoint ep : m.endpoints) {
             // An inspected connection is admitted by a rest endpoint that allows something.
-            if (ep.grants() && (!inspect || ep.rest)) {
+            if (ep.grants() && (!inspect || ep.rest) && (chosen == null || NetworkModel.Endpoint.reportOrder(ep, chosen) < 0)) {
                 chosen = ep;
-                break;
             }
         }
         if (chosen == null) {
@@ -124,14 +162,19 @@ public final class PolicyGeneration {
      *
      * @param who    the caller's identity, or why it is unknown
      * @param where  the destination
-     * @param method the request method (case-insensitive; HEAD is decided as GET)
-     * @param target the request target in origin-form; the query string is ignored
+     * @param method the request method (case-insensitive; a GET rule also covers HEAD); empty for
+     *               no request, which is the connection decision
+     * @param target the request target in origin-form; the query is split off, and only rules
+     *               with a {@code query} condition read it
      * @return allow with the rule, or deny with the cause (and the deny rule, if one matched)
      */
     public Decision decideRequest(IdentityResolution who, Destination where, String method, String target) {
         Objects.requireNonNull(where, "where");
         Objects.requireNonNull(method, "method");
         Objects.requireNonNull(target, "target");
+        if (method.isEmpty()) {
+            return decideConnection(who, where);
+        }
         BinaryIdentity id = identity(who);
         if (id == null) {
             return unresolved(who);
@@ -150,36 +193,63 @@ public final class PolicyGeneration {
         if (matched.deny != null) {
             return matched.deny;
         }
-        boolean anyRest = false;
+        List<NetworkModel.Endpoint> rest = new ArrayList<>(matched.endpoints.size());
+        boolean readsQuery = false;
+        boolean enforce = false;
         for (NetworkModel.Endpoint ep : matched.endpoints) {
-            anyRest |= ep.rest;
+            if (ep.rest) {
+                rest.add(ep);
+                readsQuery |= ep.readsQuery;
+                enforce |= ep.enforce;
+            }
         }
-        if (!anyRest) {
+        if (rest.isEmpty()) {
+            NetworkModel.Endpoint chosen = null;
             for (NetworkModel.Endpoint ep : matched.endpoints) {
-                if (ep.grants()) {
-                    return ep.allow(Inspection.OPAQUE, matched.declaredExactly);
+                if (ep.grants() && (chosen == null || NetworkModel.Endpoint.reportOrder(ep, chosen) < 0)) {
+                    chosen = ep;
                 }
             }
+            return chosen == null ? Decision.Deny.of(DenyCause.NO_RULE, "no endpoint grants " + where)
+                    : chosen.allow(Inspection.OPAQUE, matched.declaredExactly);
         }
-        for (NetworkModel.Endpoint ep : matched.endpoints) {
+        if (rest.size() > 1) {
+            rest.sort(NetworkModel.Endpoint::reportOrder);
+        }
+        Map<String, List<String>> query = null;
+        if (readsQuery) {
+            try {
+                query = QueryString.parse(QueryString.rawQuery(target));
+            } catch (RequestPaths.Refused e) {
+                return Decision.Deny.of(DenyCause.MALFORMED_REQUEST, "request target refused: " + e.getMessage());
+            }
+        }
+        Decision.Deny refused = null;
+        search:
+        for (NetworkModel.Endpoint ep : rest) {
             for (NetworkModel.HttpRule r : ep.denies) {
-                if (r.matches(m, segments)) {
-                    return Decision.Deny.byRule(r.ref(), request(method, segments) + " refused by deny rule " + r.ref());
+                if (r.matches(m, segments, query, true)) {
+                    refused = Decision.Deny.byRule(r.ref(), request(m, segments) + " refused by deny rule " + r.ref());
+                    break search;
                 }
             }
         }
-        for (NetworkModel.Endpoint ep : matched.endpoints) {
-            for (NetworkModel.HttpRule r : ep.allows) {
-                if (r.matches(m, segments)) {
-                    return r.allow(matched.declaredExactly);
+        if (refused == null) {
+            for (NetworkModel.Endpoint ep : rest) {
+                for (NetworkModel.HttpRule r : ep.allows) {
+                    if (r.matches(m, segments, query, false)) {
+                        return r.allow(matched.declaredExactly);
+                    }
                 }
             }
+            refused = Decision.Deny.lazily(DenyCause.NO_RULE, () -> "no rule allows " + request(m, segments) + " to " + where);
         }
-        return Decision.Deny.lazily(DenyCause.NO_RULE, () -> "no rule allows " + request(method, segments) + " to " + where);
+        // Overlapping endpoints must agree on enforcement (checked at load); if two wildcards still disagree, enforce wins.
+        return enforce ? refused : Decision.Allow.audited(rest.getFirst().ref, matched.declaredExactly, refused);
     }
 
     private static String request(String method, String[] segments) {
-        return method.toUpperCase(Locale.ROOT) + " " + RequestPaths.render(segments);
+        return method + " " + RequestPaths.render(segments);
     }
 
     /**
@@ -206,7 +276,16 @@ public final class PolicyGeneration {
         }
         NetworkModel.Endpoint chosen = null;
         for (NetworkModel.Endpoint ep : m.endpoints) {
-            if (ep.grants() && (chosen == null || (!chosen.declaresExactly(name, null) && ep.declaresExactly(name, null)))) {
+            if (!ep.grants()) {
+                continue;
+            }
+            if (chosen == null) {
+                chosen = ep;
+                continue;
+            }
+            boolean epExact = ep.declaresExactly(name, null);
+            boolean chosenExact = chosen.declaresExactly(name, null);
+            if ((epExact && !chosenExact) || (epExact == chosenExact && NetworkModel.Endpoint.reportOrder(ep, chosen) < 0)) {
                 chosen = ep;
             }
         }

@@ -36,20 +36,52 @@ import org.yaml.snakeyaml.nodes.Tag;
  * its YAML path and line. One instance reads one document.
  */
 final class PolicyReader {
-    private static final Pattern BLOCK_NAME = Pattern.compile("[a-z0-9][a-z0-9_-]*");
+    /** Upstream's keys are free-form; these survive as YAML paths and audit fields ("_provider_" stays reserved). */
+    private static final Pattern BLOCK_NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9_.-]*");
     private static final Pattern SHA256 = Pattern.compile("[0-9a-fA-F]{64}");
     private static final Pattern METHOD = Pattern.compile("[A-Za-z][A-Za-z0-9_-]{0," + (HttpMethods.MAX_LENGTH - 1) + "}");
+    private static final Pattern NUMERIC_ID = Pattern.compile("[1-9][0-9]{0,9}");
+
+    /** The presets as upstream defines them for REST: read-only never writes, read-write never deletes. */
+    static final Set<String> READ_ONLY = Set.of("GET", "HEAD", "OPTIONS");
+    static final Set<String> READ_WRITE = Set.of("GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH");
 
     private static final Set<String> ROOT_KEYS = Set.of("version", "filesystem_policy", "landlock", "process",
             "network_policies");
     private static final Set<String> FS_KEYS = Set.of("read_only", "read_write", "include_workdir");
     private static final Set<String> LANDLOCK_KEYS = Set.of("compatibility");
     private static final Set<String> PROCESS_KEYS = Set.of("run_as_user", "run_as_group");
-    private static final Set<String> BLOCK_KEYS = Set.of("endpoints", "binaries");
-    private static final Set<String> ENDPOINT_KEYS = Set.of("host", "port", "ports", "protocol", "access", "rules",
-            "deny_rules");
-    private static final Set<String> RULE_KEYS = Set.of("method", "path");
+    private static final Set<String> BLOCK_KEYS = Set.of("name", "endpoints", "binaries");
+    private static final Set<String> ENDPOINT_KEYS = Set.of("name", "host", "port", "ports", "protocol", "enforcement",
+            "access", "rules", "deny_rules");
+    private static final Set<String> RULE_KEYS = Set.of("method", "path", "query");
     private static final Set<String> BINARY_KEYS = Set.of("path", "ancestor", "sha256");
+    private static final Set<String> UPSTREAM_PROTOCOLS = Set.of("websocket", "graphql", "mcp", "json-rpc");
+
+    /**
+     * Upstream fields this engine does not apply: refused by name, never ignored, with what to do
+     * instead.
+     */
+    private static final Map<String, String> UPSTREAM_ONLY = Map.ofEntries(
+            Map.entry("network_middlewares", "middleware does not run here; remove the section"),
+            Map.entry("tls", "the supervisor relays TLS without terminating it; remove tls (a rest endpoint is inspected only"
+                    + " in plain HTTP or through the supervisor's proxy)"),
+            Map.entry("allowed_ips", "address pinning is not implemented; private addresses are reachable only through an"
+                    + " endpoint that names the exact host"),
+            Map.entry("path", "endpoint selection by path is not implemented; put the path in the endpoint's rules"),
+            Map.entry("allow_encoded_slash", "an encoded slash (%2F) in a request path is always refused here"),
+            Map.entry("credential_binding", "credentials are bound to endpoints in the gateway's provider configuration"),
+            Map.entry("request_body_credential_rewrite", "credential placeholders are replaced in headers only"),
+            Map.entry("websocket_credential_rewrite", "WebSocket is not inspected here"),
+            Map.entry("allow_uninspected_credentials", "credentials are sent only on inspected requests"),
+            Map.entry("credential_signing", "request signing is not implemented"),
+            Map.entry("signing_service", "request signing is not implemented"),
+            Map.entry("signing_region", "request signing is not implemented"),
+            Map.entry("persisted_queries", "GraphQL is not inspected here; use protocol: rest rules"),
+            Map.entry("graphql_persisted_queries", "GraphQL is not inspected here; use protocol: rest rules"),
+            Map.entry("graphql_max_body_bytes", "GraphQL is not inspected here; use protocol: rest rules"),
+            Map.entry("mcp", "MCP is not inspected here; use protocol: rest rules"),
+            Map.entry("json_rpc", "JSON-RPC is not inspected here; use protocol: rest rules"));
 
     private final List<PolicyProblem> problems = new ArrayList<>();
     private int nodes;
@@ -153,6 +185,9 @@ final class PolicyReader {
         LandlockCompatibility landlock = top.containsKey("landlock") ? landlock(top.get("landlock")) : LandlockCompatibility.HARD_REQUIREMENT;
         ProcessPolicy process = top.containsKey("process") ? process(top.get("process")) : ProcessPolicy.none();
         List<NetworkModel.Block> blocks = top.containsKey("network_policies") ? network(top.get("network_policies")) : List.of();
+        if (problems.isEmpty()) {
+            ambiguities(blocks);
+        }
         if (!problems.isEmpty()) {
             return null;
         }
@@ -180,6 +215,12 @@ final class PolicyReader {
         List<String> readWrite = fsPaths(rw, at + ".read_write", true, seen);
         Boolean workdir = m.containsKey("include_workdir") ? bool(m.get("include_workdir"), at + ".include_workdir") : Boolean.FALSE;
         if (workdir == null) {
+            return null;
+        }
+        if (ro.isEmpty() && rw.isEmpty() && !workdir) {
+            // Would read as no section at all (the runtime's standard view): say so instead of guessing.
+            problem(node, at, "grants nothing: list read_only or read_write paths or set include_workdir,"
+                    + " or leave the section out for the runtime's standard view");
             return null;
         }
         return new FilesystemPolicy(readOnly, readWrite, workdir);
@@ -289,6 +330,14 @@ final class PolicyReader {
         if (name == null) {
             return null;
         }
+        if (NUMERIC_ID.matcher(name).matches() && Long.parseLong(name) <= Integer.MAX_VALUE) {
+            // Upstream writes ids as strings ("1500").
+            return new AccountRef.Id(Integer.parseInt(name));
+        }
+        if (name.equals("0")) {
+            problem(node, at, "must be a positive id, never 0 (root): " + name);
+            return null;
+        }
         try {
             return new AccountRef.Name(name);
         } catch (PolicyException e) {
@@ -317,8 +366,9 @@ final class PolicyReader {
             String name = e.getKey();
             String p = at + "." + name;
             if (name.length() > Policy.MAX_NAME_LENGTH || !BLOCK_NAME.matcher(name).matches()) {
-                problem(e.getValue(), p, "a block name is 1 to " + Policy.MAX_NAME_LENGTH
-                        + " characters of a-z, 0-9, '_' or '-', starting with a letter or digit");
+                problem(e.getValue(), p, "a block key is 1 to " + Policy.MAX_NAME_LENGTH
+                        + " characters of letters, digits, '_', '.' or '-', starting with a letter or digit"
+                        + " (keys starting with '_provider_' are reserved upstream); put free text in name:");
                 block(e.getValue(), p, name, out.size());
                 continue;
             }
@@ -330,34 +380,26 @@ final class PolicyReader {
         return out;
     }
 
-    private NetworkModel.Block block(Node node, String at, String name, int index) {
+    private NetworkModel.Block block(Node node, String at, String key, int index) {
         Map<String, Node> m = mapping(node, at, BLOCK_KEYS);
         if (m == null) {
             return null;
         }
+        String display = m.containsKey("name") ? string(m.get("name"), at + ".name") : null;
         List<NetworkModel.Endpoint> endpoints = new ArrayList<>();
         List<NetworkModel.BinaryRule> binaries = new ArrayList<>();
-        if (!m.containsKey("endpoints")) {
-            problem(node, at + ".endpoints", "required: at least one endpoint");
-        } else {
+        // Upstream: endpoints and binaries are optional, and an empty list matches nothing.
+        if (m.containsKey("endpoints")) {
             List<Node> es = sequence(m.get("endpoints"), at + ".endpoints", Policy.MAX_ENDPOINTS);
-            if (es != null && es.isEmpty()) {
-                problem(m.get("endpoints"), at + ".endpoints", "at least one endpoint");
-            }
             for (int i = 0; es != null && i < es.size(); i++) {
-                NetworkModel.Endpoint e = endpoint(es.get(i), at + ".endpoints[" + i + "]", name, index, i);
+                NetworkModel.Endpoint e = endpoint(es.get(i), at + ".endpoints[" + i + "]", key, display, index, i);
                 if (e != null) {
                     endpoints.add(e);
                 }
             }
         }
-        if (!m.containsKey("binaries")) {
-            problem(node, at + ".binaries", "required: at least one binary (a block without binaries allows no one)");
-        } else {
+        if (m.containsKey("binaries")) {
             List<Node> bs = sequence(m.get("binaries"), at + ".binaries", Policy.MAX_BINARIES);
-            if (bs != null && bs.isEmpty()) {
-                problem(m.get("binaries"), at + ".binaries", "at least one binary");
-            }
             for (int i = 0; bs != null && i < bs.size(); i++) {
                 NetworkModel.BinaryRule b = binary(bs.get(i), at + ".binaries[" + i + "]");
                 if (b != null) {
@@ -365,10 +407,10 @@ final class PolicyReader {
                 }
             }
         }
-        return new NetworkModel.Block(name, index, endpoints, binaries);
+        return new NetworkModel.Block(key, index, endpoints, binaries);
     }
 
-    private NetworkModel.Endpoint endpoint(Node node, String at, String block, int blockIndex, int index) {
+    private NetworkModel.Endpoint endpoint(Node node, String at, String block, String blockDisplay, int blockIndex, int index) {
         Map<String, Node> m = mapping(node, at, ENDPOINT_KEYS);
         if (m == null) {
             return null;
@@ -376,7 +418,8 @@ final class PolicyReader {
         int before = problems.size();
         HostNames.Pattern host = null;
         if (!m.containsKey("host")) {
-            problem(node, at + ".host", "required");
+            problem(node, at + ".host", "required: a host name, IP address or pattern such as '*.example.com'"
+                    + " (a hostless endpoint needs allowed_ips, which this engine does not implement)");
         } else {
             String h = string(m.get("host"), at + ".host");
             if (h != null) {
@@ -386,52 +429,90 @@ final class PolicyReader {
             }
         }
         int[] ports = ports(node, m, at);
-        Boolean rest = null;
-        if (!m.containsKey("protocol")) {
-            problem(node, at + ".protocol", "required: rest or tcp");
-        } else {
+        String display = m.containsKey("name") ? string(m.get("name"), at + ".name") : null;
+        // null: protocol omitted, which upstream relays without request rules, as tcp is here.
+        Boolean rest = Boolean.FALSE;
+        boolean explicitTcp = false;
+        boolean protocolOk = true;
+        if (m.containsKey("protocol")) {
             String p = string(m.get("protocol"), at + ".protocol");
             if ("rest".equals(p)) {
                 rest = true;
             } else if ("tcp".equals(p)) {
-                rest = false;
+                explicitTcp = true;
+            } else if (p != null && UPSTREAM_PROTOCOLS.contains(p)) {
+                problem(m.get("protocol"), at + ".protocol", "protocol '" + p + "' is upstream OpenShell's but this engine does not"
+                        + " inspect it; use protocol: rest (HTTP method, path and query rules) or tcp (no inspection)");
+                protocolOk = false;
             } else if (p != null) {
                 problem(m.get("protocol"), at + ".protocol", "expected rest or tcp, got '" + p + "'");
+                protocolOk = false;
+            } else {
+                protocolOk = false;
             }
         }
         String hostText = host == null ? "?" : host.source();
         List<NetworkModel.HttpRule> allows = new ArrayList<>();
         List<NetworkModel.HttpRule> denies = new ArrayList<>();
-        if (Boolean.FALSE.equals(rest)) {
-            for (String k : List.of("access", "rules", "deny_rules")) {
+        boolean enforce = true;
+        if (!rest && protocolOk) {
+            for (String k : List.of("access", "rules", "deny_rules", "enforcement")) {
                 if (m.containsKey(k)) {
-                    problem(m.get(k), at + "." + k, "a tcp endpoint is never inspected at L7; '" + k + "' needs protocol: rest");
+                    problem(m.get(k), at + "." + k, explicitTcp
+                            ? "a tcp endpoint is never inspected at L7; '" + k + "' needs protocol: rest"
+                            : "'" + k + "' needs protocol: rest (upstream ignores it without a protocol; here it is refused"
+                                    + " so that no rule is silently unenforced)");
                 }
             }
         }
-        if (Boolean.TRUE.equals(rest)) {
-            if (!m.containsKey("access") && !m.containsKey("rules") && !m.containsKey("deny_rules")) {
-                problem(node, at, "a rest endpoint needs access, rules or deny_rules");
+        if (rest) {
+            boolean hasAccess = m.containsKey("access");
+            boolean hasRules = m.containsKey("rules");
+            if (hasAccess && hasRules) {
+                problem(m.get("rules"), at + ".rules", "give access or rules, not both: replace the preset by rules"
+                        + " that list its methods (read-only is GET, HEAD and OPTIONS on path '**'), or drop rules");
+            } else if (!hasAccess && !hasRules) {
+                problem(node, at, "a rest endpoint needs access (read-only, read-write or full) or rules"
+                        + (m.containsKey("deny_rules") ? "; deny_rules alone allow nothing" : ""));
             }
-            if (m.containsKey("access")) {
+            if (m.containsKey("enforcement")) {
+                String e = string(m.get("enforcement"), at + ".enforcement");
+                if ("audit".equals(e)) {
+                    enforce = false;
+                } else if (e != null && !e.equals("enforce")) {
+                    problem(m.get("enforcement"), at + ".enforcement", "expected enforce or audit, got '" + e + "'");
+                }
+            }
+            if (hasAccess) {
                 NetworkModel.HttpRule preset = access(m.get("access"), at + ".access", block, index, hostText);
                 if (preset != null) {
                     allows.add(preset);
                 }
             }
-            if (m.containsKey("rules")) {
+            if (hasRules) {
                 rules(m.get("rules"), at + ".rules", block, index, hostText, RuleRef.Kind.RULE, allows);
             }
             if (m.containsKey("deny_rules")) {
                 rules(m.get("deny_rules"), at + ".deny_rules", block, index, hostText, RuleRef.Kind.DENY_RULE, denies);
             }
         }
-        if (problems.size() > before || host == null || ports == null || rest == null) {
+        if (problems.size() > before || host == null || ports == null || !protocolOk) {
             return null;
         }
-        String description = (rest ? "rest " : "tcp ") + host.source() + ":" + java.util.Arrays.toString(ports);
+        String description = (rest ? "rest " : explicitTcp ? "tcp " : "") + host.source() + ":" + java.util.Arrays.toString(ports)
+                + (rest && !enforce ? " audit" : "") + named(blockDisplay, display);
         RuleRef ref = new RuleRef(block, index, host.source(), RuleRef.Kind.ENDPOINT, 0, at, line(node), description);
-        return new NetworkModel.Endpoint(endpointOrdinal++, blockIndex, host, ports, rest, allows, denies, ref);
+        return new NetworkModel.Endpoint(endpointOrdinal++, blockIndex, block, host, ports, rest, explicitTcp, enforce, allows,
+                denies, ref);
+    }
+
+    /** Upstream's display names, kept in the description so audit lines and explain show them. */
+    private static String named(String block, String endpoint) {
+        if (block == null && endpoint == null) {
+            return "";
+        }
+        return " \"" + (block == null ? "" : block) + (block != null && endpoint != null ? " / " : "")
+                + (endpoint == null ? "" : endpoint) + "\"";
     }
 
     private int[] ports(Node node, Map<String, Node> m, String at) {
@@ -473,8 +554,8 @@ final class PolicyReader {
             return null;
         }
         Set<String> methods = switch (v) {
-            case "read-only" -> Set.of("GET", "OPTIONS");
-            case "read-write" -> Set.of("GET", "OPTIONS", "POST", "PUT", "PATCH");
+            case "read-only" -> READ_ONLY;
+            case "read-write" -> READ_WRITE;
             case "full" -> null;
             default -> {
                 problem(node, at, "expected read-only, read-write or full, got '" + v + "'");
@@ -485,7 +566,7 @@ final class PolicyReader {
             return null;
         }
         RuleRef ref = new RuleRef(block, endpoint, host, RuleRef.Kind.ACCESS, 0, at, line(node), "access " + v);
-        return new NetworkModel.HttpRule(methods, SegmentGlob.of("/**", "**"), ref);
+        return new NetworkModel.HttpRule(methods, SegmentGlob.of("**", "**"), List.of(), ref);
     }
 
     private void rules(Node node, String at, String block, int endpoint, String host, RuleRef.Kind kind,
@@ -494,29 +575,49 @@ final class PolicyReader {
         if (rs == null) {
             return;
         }
+        if (rs.isEmpty()) {
+            problem(node, at, kind == RuleRef.Kind.RULE
+                    ? "rules: [] allows nothing; list at least one rule (- allow: {method: GET, path: /v1/**}) or use access"
+                    : "deny_rules: [] denies nothing; list a rule or drop deny_rules");
+            return;
+        }
         for (int i = 0; i < rs.size(); i++) {
             String p = at + "[" + i + "]";
-            Map<String, Node> m = mapping(rs.get(i), p, RULE_KEYS);
+            Node ruleNode = rs.get(i);
+            Map<String, Node> m;
+            if (kind == RuleRef.Kind.RULE && ruleNode instanceof MappingNode mn && mn.getValue().stream()
+                    .anyMatch(t -> t.getKeyNode() instanceof ScalarNode k && k.getValue().equals("allow"))) {
+                // Upstream's form: - allow: {method, path, query}.
+                Map<String, Node> wrapper = mapping(ruleNode, p, Set.of("allow"));
+                if (wrapper == null || !wrapper.containsKey("allow")) {
+                    continue;
+                }
+                p = p + ".allow";
+                ruleNode = wrapper.get("allow");
+                m = mapping(ruleNode, p, RULE_KEYS);
+            } else {
+                m = mapping(ruleNode, p, RULE_KEYS);
+            }
             if (m == null) {
                 continue;
             }
+            String rp = p;
+            Node rn = ruleNode;
+            Map<String, Node> rm = m;
             Set<String> methods = null;
             String methodText = null;
             boolean ok = true;
-            if (!m.containsKey("method")) {
-                problem(rs.get(i), p + ".method", "required: an HTTP method or '*'");
+            if (!rm.containsKey("method")) {
+                problem(rn, rp + ".method", "required: an HTTP method or '*'");
                 ok = false;
             } else {
-                methodText = string(m.get("method"), p + ".method");
+                methodText = string(rm.get("method"), rp + ".method");
                 if (methodText == null) {
                     ok = false;
                 } else if (!methodText.equals("*")) {
                     String upper = methodText.toUpperCase(Locale.ROOT);
                     if (!METHOD.matcher(methodText).matches()) {
-                        problem(m.get("method"), p + ".method", "not an HTTP method: '" + methodText + "'");
-                        ok = false;
-                    } else if (upper.equals("HEAD")) {
-                        problem(m.get("method"), p + ".method", "HEAD follows GET everywhere; write GET");
+                        problem(rm.get("method"), rp + ".method", "not an HTTP method: '" + methodText + "' (write one method, or '*')");
                         ok = false;
                     } else {
                         methods = Set.of(upper);
@@ -525,25 +626,95 @@ final class PolicyReader {
                 }
             }
             SegmentGlob glob = null;
-            if (!m.containsKey("path")) {
-                problem(rs.get(i), p + ".path", "required: a path pattern such as /v1/**");
+            if (!rm.containsKey("path")) {
+                problem(rn, rp + ".path", "required: a path pattern such as /v1/** (or '**' for every path)");
                 ok = false;
             } else {
-                String pathText = string(m.get("path"), p + ".path");
+                String pathText = string(rm.get("path"), rp + ".path");
                 if (pathText == null) {
                     ok = false;
                 } else {
                     List<String> why = new ArrayList<>();
                     glob = RequestPaths.parsePattern(pathText, why);
-                    why.forEach(w -> problem(m.get("path"), p + ".path", w));
+                    why.forEach(w -> problem(rm.get("path"), rp + ".path", w));
                     ok &= glob != null;
                 }
             }
+            List<QueryString.Condition> query = rm.containsKey("query") ? query(rm.get("query"), rp + ".query") : List.of();
+            ok &= query != null;
             if (ok) {
-                RuleRef ref = new RuleRef(block, endpoint, host, kind, i, p, line(rs.get(i)), methodText + " " + glob.source());
-                out.add(new NetworkModel.HttpRule(methods, glob, ref));
+                String description = methodText + " " + glob.source() + (query.isEmpty() ? "" : " ?"
+                        + String.join("&", query.stream().map(QueryString.Condition::name).toList()));
+                RuleRef ref = new RuleRef(block, endpoint, host, kind, i, rp, line(rn), description);
+                out.add(new NetworkModel.HttpRule(methods, glob, query, ref));
             }
         }
+    }
+
+    private List<QueryString.Condition> query(Node node, String at) {
+        count(node);
+        if (!(node instanceof MappingNode)) {
+            problem(node, at, "expected a mapping of query parameter names to globs, got " + kind(node));
+            return null;
+        }
+        Map<String, Node> m = mapping(node, at, null);
+        if (m == null) {
+            return null;
+        }
+        if (m.size() > Policy.MAX_QUERY_CONDITIONS) {
+            problem(node, at, "at most " + Policy.MAX_QUERY_CONDITIONS + " query parameters, got " + m.size());
+            return null;
+        }
+        List<QueryString.Condition> out = new ArrayList<>();
+        boolean ok = true;
+        for (Map.Entry<String, Node> e : m.entrySet()) {
+            String p = at + "." + e.getKey();
+            List<Node> globs;
+            Node v = e.getValue();
+            if (v instanceof MappingNode) {
+                Map<String, Node> matcher = mapping(v, p, Set.of("any", "glob"));
+                if (matcher == null || matcher.size() != 1) {
+                    if (matcher != null) {
+                        problem(v, p, "give a glob, {glob: G} or {any: [G, ...]}");
+                    }
+                    ok = false;
+                    continue;
+                }
+                if (matcher.containsKey("glob")) {
+                    globs = List.of(matcher.get("glob"));
+                } else {
+                    globs = sequence(matcher.get("any"), p + ".any", Policy.MAX_RULES);
+                    if (globs != null && globs.isEmpty()) {
+                        problem(matcher.get("any"), p + ".any", "any: [] matches nothing; list at least one glob");
+                        globs = null;
+                    }
+                }
+            } else {
+                globs = List.of(v);
+            }
+            if (globs == null) {
+                ok = false;
+                continue;
+            }
+            List<SegmentGlob> parsed = new ArrayList<>();
+            for (Node g : globs) {
+                String text = string(g, p);
+                if (text == null) {
+                    ok = false;
+                    continue;
+                }
+                List<String> why = new ArrayList<>();
+                SegmentGlob glob = QueryString.parseGlob(text, why);
+                why.forEach(w -> problem(g, p, w));
+                if (glob == null) {
+                    ok = false;
+                } else {
+                    parsed.add(glob);
+                }
+            }
+            out.add(new QueryString.Condition(e.getKey(), List.copyOf(parsed)));
+        }
+        return ok ? out : null;
     }
 
     private NetworkModel.BinaryRule binary(Node node, String at) {
@@ -554,7 +725,8 @@ final class PolicyReader {
         boolean byPath = m.containsKey("path");
         boolean byAncestor = m.containsKey("ancestor");
         if (byPath == byAncestor) {
-            problem(node, at, byPath ? "give path or ancestor, not both" : "required: path or ancestor");
+            problem(node, at, byPath ? "give path or ancestor, not both (path already matches an ancestor too)"
+                    : "required: path (the executable or any ancestor) or ancestor (only an ancestor)");
             return null;
         }
         String key = byPath ? "path" : "ancestor";
@@ -583,10 +755,74 @@ final class PolicyReader {
             return null;
         }
         if (path.indexOf('*') < 0) {
-            return new NetworkModel.BinaryRule(byAncestor, path, null, sha);
+            return NetworkModel.BinaryRule.literal(byAncestor, path, sha);
         }
-        SegmentGlob glob = SegmentGlob.of(path, NetworkModel.BinaryRule.segments(path));
-        return new NetworkModel.BinaryRule(byAncestor, null, glob, sha);
+        String[] raw = NetworkModel.BinaryRule.segments(path);
+        List<String> tokens = new ArrayList<>(raw.length + 1);
+        for (int i = 0; i < raw.length; i++) {
+            // A trailing "/**" is a subtree (at least one component); a middle "/**/" zero or more directories.
+            if (raw[i].equals("**") && i == raw.length - 1) {
+                tokens.add("*");
+            }
+            tokens.add(raw[i]);
+        }
+        return NetworkModel.BinaryRule.glob(byAncestor, path, SegmentGlob.of(path, tokens.toArray(String[]::new)), sha);
+    }
+
+    /**
+     * Refuses what upstream refuses as ambiguous: a {@code tcp} and a {@code rest} endpoint that
+     * can match the same host and port, and inspected endpoints that disagree on enforcement.
+     * Overlap is found between equal patterns, an exact host and a pattern matching it, and equal
+     * addresses; two different wildcard patterns that overlap are decided at run time (inspected,
+     * and enforced if either enforces).
+     */
+    private void ambiguities(List<NetworkModel.Block> blocks) {
+        List<NetworkModel.Endpoint> all = new ArrayList<>();
+        blocks.forEach(b -> all.addAll(b.endpoints()));
+        for (int j = 0; j < all.size(); j++) {
+            NetworkModel.Endpoint later = all.get(j);
+            for (int i = 0; i < j; i++) {
+                NetworkModel.Endpoint earlier = all.get(i);
+                if (!sharePort(earlier, later) || !overlap(earlier.host, later.host)) {
+                    continue;
+                }
+                if ((earlier.explicitTcp && later.rest) || (earlier.rest && later.explicitTcp)) {
+                    problems.add(new PolicyProblem(later.ref.path(), later.ref.line(), 0, "ambiguous: " + earlier.ref.path()
+                            + " (line " + earlier.ref.line() + ") is a " + (earlier.rest ? "rest" : "tcp") + " endpoint for the same"
+                            + " host and port, and a connection is either inspected or not; make both rest (put the"
+                            + " rules on one), or give them different hosts or ports"));
+                } else if (earlier.rest && later.rest && earlier.enforce != later.enforce) {
+                    problems.add(new PolicyProblem(later.ref.path(), later.ref.line(), 0, "inconsistent: " + earlier.ref.path()
+                            + " (line " + earlier.ref.line() + ") matches the same requests with enforcement: "
+                            + (earlier.enforce ? "enforce" : "audit") + "; give both the same enforcement"));
+                }
+            }
+        }
+    }
+
+    private static boolean sharePort(NetworkModel.Endpoint a, NetworkModel.Endpoint b) {
+        for (int p : a.ports) {
+            if (b.hasPort(p)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static boolean overlap(HostNames.Pattern a, HostNames.Pattern b) {
+        return switch (a) {
+            case HostNames.Ip x -> b instanceof HostNames.Ip y && x.address().equals(y.address());
+            case HostNames.Exact x -> switch (b) {
+                case HostNames.Exact y -> x.name().equals(y.name());
+                case HostNames.Wildcard y -> y.matches(x.name());
+                case HostNames.Ip y -> false;
+            };
+            case HostNames.Wildcard x -> switch (b) {
+                case HostNames.Exact y -> x.matches(y.name());
+                case HostNames.Wildcard y -> x.source().equalsIgnoreCase(y.source());
+                case HostNames.Ip y -> false;
+            };
+        };
     }
 
     // ---- typed access to nodes; each records a problem and returns null on a mismatch ----
@@ -634,7 +870,10 @@ final class PolicyReader {
             }
             firstKey.put(key, k);
             if (allowed != null && !allowed.contains(key)) {
-                problem(k, p, "unknown key '" + key + "'; expected one of " + new TreeSet<>(allowed));
+                String upstream = UPSTREAM_ONLY.get(key);
+                problem(k, p, upstream != null ? "'" + key + "' is upstream OpenShell's but this engine does not apply it, so"
+                        + " it is refused rather than ignored: " + upstream
+                        : "unknown key '" + key + "'; expected one of " + new TreeSet<>(allowed));
                 continue;
             }
             out.put(key, t.getValueNode());

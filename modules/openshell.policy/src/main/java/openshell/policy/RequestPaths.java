@@ -7,13 +7,17 @@ import java.util.List;
  * Request-target normalization and path patterns. A request path is matched only in its canonical
  * form, so every spelling a server would treat as the same resource matches the same rules:
  * <ul>
- * <li>the query string ({@code ?...}) is cut off and never matched;</li>
+ * <li>the query string ({@code ?...}) is cut off before the path is matched; only a rule's
+ *     {@code query} condition looks at it ({@link QueryString});</li>
  * <li>percent-encoded unreserved characters are decoded (so {@code %2e%2e} is {@code ..} and
  *     {@code %61dmin} is {@code admin}); every other escape is kept, in upper-case hex;</li>
- * <li>duplicate slashes are folded, {@code .} and {@code ..} segments resolved and a trailing
- *     slash dropped (so a deny rule for {@code /admin} also covers {@code /admin/});</li>
+ * <li>duplicate slashes are folded and {@code .} and {@code ..} segments resolved; a trailing
+ *     slash is kept, as upstream keeps it ({@code /admin/**} covers {@code /admin/}, {@code /admin}
+ *     does not);</li>
+ * <li>path parameters ({@code ;...} to the end of a segment) are stripped, so {@code ..;} is a
+ *     dot segment and {@code /a;jsessionid=1/b} is {@code /a/b};</li>
  * <li>refused outright: an encoded slash or backslash ({@code %2F}, {@code %5C}), an encoded NUL
- *     or control character, a malformed escape, a raw backslash, {@code ;} path parameters,
+ *     or control character, a malformed escape, a raw backslash,
  *     {@code #}, spaces, control or non-ASCII characters, anything but origin-form (a leading
  *     {@code /}), a path that climbs above the root, and a target longer than
  *     {@link #MAX_TARGET_LENGTH}. Servers disagree on all of these, and a disagreement is a way
@@ -82,7 +86,13 @@ final class RequestPaths {
         int start = 1;
         for (int i = 1; i <= path.length(); i++) {
             if (i == path.length() || path.charAt(i) == '/') {
-                String segment = canonicalSegment(path, start, i, false);
+                // Path parameters are stripped, as upstream does, so "..;" is ".." and "/a;x" is "/a".
+                int end = i;
+                int semi = path.indexOf(';', start);
+                if (semi >= 0 && semi < end) {
+                    end = semi;
+                }
+                String segment = canonicalSegment(path, start, end, false);
                 start = i + 1;
                 if (segment.isEmpty() || segment.equals(".")) {
                     continue;
@@ -97,7 +107,25 @@ final class RequestPaths {
                 out.add(segment);
             }
         }
+        if (!out.isEmpty() && trailingSlash(path)) {
+            // Kept as an empty last segment, as upstream matches it: "/x/**" covers "/x/" but not "/x".
+            out.add("");
+        }
         return out.toArray(String[]::new);
+    }
+
+    /** Whether the path names a directory: a trailing "/", or a last segment "." or ".." (RFC 3986 5.2.4). */
+    private static boolean trailingSlash(String path) {
+        int end = path.length();
+        if (path.charAt(end - 1) == '/') {
+            return true;
+        }
+        int slash = path.lastIndexOf('/');
+        String last = path.substring(slash + 1);
+        int semi = last.indexOf(';');
+        String bare = semi >= 0 ? last.substring(0, semi) : last;
+        return bare.equals(".") || bare.equals("..") || bare.equalsIgnoreCase("%2e") || bare.equalsIgnoreCase("%2e%2e")
+                || bare.equalsIgnoreCase(".%2e") || bare.equalsIgnoreCase("%2e.");
     }
 
     /**
@@ -187,16 +215,23 @@ final class RequestPaths {
     }
 
     /**
-     * Parses a path pattern from a policy: canonical (as a normalized request path would be),
-     * {@code *} one segment or within a segment, {@code **} any number of segments.
+     * Parses a path pattern from a policy, with upstream's semantics: {@code **} alone (or
+     * {@code /**}) matches every path; {@code *} is one segment or part of one; a trailing
+     * {@code /**} needs at least one segment after the prefix (so {@code /x/**} never matches
+     * {@code /x}); a {@code /**}{@code /} in the middle is zero or more segments; {@code **} next to
+     * other characters in a segment is {@code *}. Patterns are canonical, as a normalized request
+     * path is.
      *
      * @param text     the pattern
      * @param problems where to say what is wrong
      * @return the glob, or null after adding a problem
      */
     static SegmentGlob parsePattern(String text, List<String> problems) {
+        if (text.equals("**") || text.equals("/**")) {
+            return SegmentGlob.of(text, "**");
+        }
         if (text.isEmpty() || text.charAt(0) != '/') {
-            problems.add("a path pattern must start with '/': '" + text + "'");
+            problems.add("a path pattern must start with '/' (or be '**' for every path): '" + text + "'");
             return null;
         }
         if (text.length() > MAX_PATTERN_LENGTH) {
@@ -206,29 +241,47 @@ final class RequestPaths {
         if (text.equals("/")) {
             return SegmentGlob.of(text);
         }
+        if (text.indexOf('?') >= 0) {
+            problems.add("a path pattern has no query; write the query condition as query: {name: glob}: '" + text + "'");
+            return null;
+        }
         String[] raw = text.substring(1).split("/", -1);
-        String[] tokens = new String[raw.length];
+        List<String> tokens = new ArrayList<>(raw.length + 1);
         for (int i = 0; i < raw.length; i++) {
             String r = raw[i];
+            if (r.isEmpty() && i == raw.length - 1) {
+                // A trailing slash matches only a request with one: "/api/" is not "/api".
+                tokens.add("");
+                continue;
+            }
             if (r.isEmpty()) {
-                problems.add("a path pattern has no empty segments and no trailing slash: '" + text + "'");
+                problems.add("a path pattern has no empty segments ('//'): '" + text + "'");
                 return null;
             }
-            if (r.indexOf("**") >= 0 && !r.equals("**")) {
-                problems.add("'**' must be a whole segment: '" + text + "'");
-                return null;
+            if (r.equals("**")) {
+                if (i == raw.length - 1) {
+                    tokens.add("*");
+                }
+                tokens.add("**");
+                continue;
             }
+            String segment = r;
+            while (segment.contains("**")) {
+                segment = segment.replace("**", "*");
+            }
+            String token;
             try {
-                tokens[i] = canonicalSegment(r, 0, r.length(), true);
+                token = canonicalSegment(segment, 0, segment.length(), true);
             } catch (Refused e) {
                 problems.add(e.getMessage() + ": '" + text + "'");
                 return null;
             }
-            if (tokens[i].equals(".") || tokens[i].equals("..")) {
+            if (token.equals(".") || token.equals("..")) {
                 problems.add("a path pattern has no '.' or '..' segments: '" + text + "'");
                 return null;
             }
+            tokens.add(token);
         }
-        return SegmentGlob.of(text, tokens);
+        return SegmentGlob.of(text, tokens.toArray(String[]::new));
     }
 }

@@ -1,6 +1,7 @@
 package openshell.policy;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -57,9 +58,26 @@ class HostNamesTest {
         assertTrue(problems.isEmpty(), problems.toString());
     }
 
+    @Test
+    void upstreamWildcardsInsideTheFirstLabelAndAsMiddleLabels() {
+        List<String> problems = new ArrayList<>();
+        HostNames.Wildcard inner = assertInstanceOf(HostNames.Wildcard.class,
+                HostNames.parsePattern("*-aiplatform.googleapis.com", problems));
+        assertTrue(inner.matches("us-central1-aiplatform.googleapis.com"));
+        assertFalse(inner.matches("x.us-aiplatform.googleapis.com"));
+        HostNames.Wildcard middle = assertInstanceOf(HostNames.Wildcard.class,
+                HostNames.parsePattern("*.s3.*.amazonaws.com", problems));
+        assertTrue(middle.matches("bucket.s3.us-east-1.amazonaws.com"));
+        assertFalse(middle.matches("bucket.s3.amazonaws.com"));
+        assertFalse(middle.matches("a.bucket.s3.us-east-1.amazonaws.com"));
+        HostNames.Wildcard many = assertInstanceOf(HostNames.Wildcard.class, HostNames.parsePattern("**.example.com", problems));
+        assertFalse(many.matches("example.com"), "** is one or more labels, never the apex");
+        assertTrue(problems.isEmpty(), problems.toString());
+    }
+
     @ParameterizedTest
-    @ValueSource(strings = {"*", "**", "example.*", "a.**", "api-*.example.com", "*x.example.com", "a..b", "a b.com",
-            "example.com.", "***.example.com"})
+    @ValueSource(strings = {"*", "**", "example.*", "a.**", "*.com", "**.com", "foo.**.example.com", "api.foo*.example.com",
+            "*x.example.*", "a..b", "a b.com", "example.com.", "***.example.com", "**x.example.com"})
     void refusesPatterns(String pattern) {
         List<String> problems = new ArrayList<>();
         assertNull(HostNames.parsePattern(pattern, problems));

@@ -1,6 +1,7 @@
 package openshell.policy;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -18,8 +19,8 @@ class RequestPathsTest {
     @CsvSource(delimiter = '|', value = {
             "/|/",
             "/a/b|/a/b",
-            "//a///b//|/a/b",
-            "/a/./b/.|/a/b",
+            "//a///b//|/a/b/",
+            "/a/./b/.|/a/b/",
             "/a/b/../c|/a/c",
             "/a/%2e%2E/c|/c",
             "/a/.%2e/c|/c",
@@ -29,9 +30,12 @@ class RequestPathsTest {
             "/a%3b|/a%3B",
             "/caf%c3%a9|/caf%C3%A9",
             "/a?x=/../..|/a",
-            "/a/?|/a",
+            "/a/?|/a/",
             "/x:y@z!$&'()*+,=|/x:y@z!$&'()*+,=",
             "/a/..|/",
+            "/a;b=c|/a",
+            "/a/..;/b|/b",
+            "/a/b;x/..;y/c|/a/c",
     })
     void normalizes(String target, String expected) throws Exception {
         assertEquals(expected, RequestPaths.normalize(target));
@@ -39,7 +43,7 @@ class RequestPathsTest {
 
     @ParameterizedTest
     @ValueSource(strings = {"", "a/b", "*", "http://x/a", "/..", "/a/../..", "/%2e%2e/a", "/a%2Fb", "/a%2fb",
-            "/a%5Cb", "/a\\b", "/a%00", "/a%0a", "/a%7F", "/a%", "/a%4", "/a%zz", "/a;b=c", "/a#f", "/a b",
+            "/a%5Cb", "/a\\b", "/a%00", "/a%0a", "/a%7F", "/a%", "/a%4", "/a%zz", "/..;/a", "/a#f", "/a b",
             "/caf\u00e9", "/a\u0000", "/a%\u0663\u0663", "?q"})
     void refuses(String target) {
         assertThrows(RequestPaths.Refused.class, () -> RequestPaths.normalize(target));
@@ -57,12 +61,21 @@ class RequestPathsTest {
         List<String> problems = new ArrayList<>();
         SegmentGlob g = RequestPaths.parsePattern("/%61pi/*/v%31/**", problems);
         assertNotNull(g, problems.toString());
-        assertTrue(g.matches(new String[] {"api", "x", "v1"}));
+        assertFalse(g.matches(new String[] {"api", "x", "v1"}), "a trailing /** needs something after the prefix");
+        assertTrue(g.matches(new String[] {"api", "x", "v1", "y"}));
         assertTrue(g.matches(new String[] {"api", "x", "v1", "y", "z"}));
+        SegmentGlob middle = RequestPaths.parsePattern("/a/**/b", problems);
+        assertTrue(middle.matches(new String[] {"a", "b"}), "a middle /**/ is zero or more segments");
+        assertTrue(middle.matches(new String[] {"a", "x", "y", "b"}));
+        SegmentGlob all = RequestPaths.parsePattern("**", problems);
+        assertTrue(all.matches(new String[0]));
+        assertTrue(RequestPaths.parsePattern("/**", problems).matches(new String[0]));
+        assertTrue(RequestPaths.parsePattern("/a/**b", problems).matches(new String[] {"a", "xb"}), "'**' inside a segment is '*'");
+        assertTrue(problems.isEmpty(), problems.toString());
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"", "x", "/a/", "/a//b", "/a/./b", "/a/../b", "/a/**b", "/a/%2F", "/a;b", "/a b"})
+    @ValueSource(strings = {"", "x", "a/b", "/a//b", "/a/./b", "/a/../b", "/a?b=c", "/a/%2F", "/a;b", "/a b"})
     void refusesPatterns(String pattern) {
         List<String> problems = new ArrayList<>();
         assertNull(RequestPaths.parsePattern(pattern, problems));
