@@ -68,6 +68,7 @@
  */
 module openshell.driver.process {
     requires openshell.driver;
+    requires jakarta.json;
 
     provides openshell.driver.spi.ComputeDriverProvider with openshell.driver.process.ProcessDriverProvider;
 }

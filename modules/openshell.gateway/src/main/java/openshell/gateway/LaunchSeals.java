@@ -40,6 +40,7 @@ final class LaunchSeals {
                         .agent(new LaunchBundles.Agent(context.agent().argv(), context.agent().environment(),
                                 context.agent().workingDirectory()))
                         .workload(context.workload().uid(), context.workload().gid())
+                        .confinement(StaticSections.confinement(context))
                         .gatewayEndpoint(gatewayUrl.get())
                         .tokenLifetime(SessionHub.TOKEN_LIFETIME);
                 credentials.forEach(request::addCredential);

@@ -43,8 +43,8 @@ import openshell.protocol.wire.PolicyOutcome;
  * session lineage, a higher runtime generation and its own token pair.
  */
 final class SandboxLifecycle {
-    /** The unprivileged identity every workload runs as inside its user namespace. */
-    static final WorkloadIdentity WORKLOAD = WorkloadIdentity.of(1000, 1000);
+    /** The unprivileged identity a workload runs as inside its user namespace when its policy names none. */
+    static final WorkloadIdentity WORKLOAD = WorkloadIdentity.of(StaticSections.DEFAULT_ID, StaticSections.DEFAULT_ID);
     private static final char[] ID_ALPHABET = "abcdefghijklmnopqrstuvwxyz234567".toCharArray();
     private static final int ID_RANDOM_CHARS = 12;
 
@@ -136,7 +136,8 @@ final class SandboxLifecycle {
         ComputeDriver driver = live(driverName);
         String lineage = SandboxSessionId.fresh().value();
         SandboxContext context = new SandboxContext(id, new SandboxSessionId(lineage),
-                PolicySnapshot.of(1, policy.getBytes(StandardCharsets.UTF_8)), agent, WORKLOAD);
+                PolicySnapshot.of(1, policy.getBytes(StandardCharsets.UTF_8)), agent,
+                StaticSections.workload(Policy.parse(policy)));
         LaunchPlan plan = new LaunchPlan(context, 1, sealer.seal(context, 1, 1, credentials(spec)), spec.driverOptions());
         Provisioned provisioned = driver.create(plan);
         Instant now = Instant.now().truncatedTo(ChronoUnit.MILLIS);
@@ -178,7 +179,7 @@ final class SandboxLifecycle {
         SandboxRecord next = record.relaunched(lineage);
         SandboxContext context = new SandboxContext(record.id(), new SandboxSessionId(lineage),
                 PolicySnapshot.of(next.policyGeneration(), next.policyDocument().getBytes(StandardCharsets.UTF_8)),
-                withProviders(spec), WORKLOAD);
+                withProviders(spec), StaticSections.workload(Policy.parse(record.policyDocument())));
         LaunchPlan plan = new LaunchPlan(context, next.runtimeGeneration(),
                 sealer.seal(context, next.runtimeGeneration(), 1, credentials(spec)), spec.driverOptions());
         Provisioned provisioned = driver(record).start(record.id(), record.provisioned().state(), plan);

@@ -223,7 +223,7 @@ public final class LauncherProcess implements AutoCloseable {
      * @return the outcome if the launcher enforces it ({@code enforced} set when any right is handled)
      * @throws LinuxException EOPNOTSUPP if {@code mode} is REQUIRED and the kernel cannot enforce every right
      */
-    static LandlockOutcome landlockFor(LaunchPlan.Mode mode, int abi) {
+    public static LandlockOutcome landlockFor(LaunchPlan.Mode mode, int abi) {
         long requestedFs = Landlock.fsRights(KernelFeatures.LANDLOCK_ABI_TARGET);
         long requestedScopes = Landlock.scopes(KernelFeatures.LANDLOCK_ABI_TARGET);
         long handledFs = requestedFs & Landlock.fsRights(abi);

@@ -170,6 +170,7 @@ public final class LaunchBundles {
         private final Agent agent;
         private final int workloadUid;
         private final int workloadGid;
+        private final WorkloadConfinement confinement;
         private final List<Credential> credentials;
         private final Optional<String> gatewayEndpoint;
         private final Duration tokenLifetime;
@@ -193,6 +194,7 @@ public final class LaunchBundles {
             this.agent = Objects.requireNonNull(b.agent, "agent");
             this.workloadUid = requireWorkloadId(b.workloadUid, "workload uid");
             this.workloadGid = requireWorkloadId(b.workloadGid, "workload gid");
+            this.confinement = Objects.requireNonNull(b.confinement, "confinement");
             this.credentials = uniqueNames(b.credentials);
             this.gatewayEndpoint = b.gatewayEndpoint.map(LaunchBundles::requireEndpoint);
             this.tokenLifetime = b.tokenLifetime;
@@ -226,6 +228,7 @@ public final class LaunchBundles {
             private Agent agent;
             private int workloadUid = -1;
             private int workloadGid = -1;
+            private WorkloadConfinement confinement = WorkloadConfinement.standard();
             private final List<Credential> credentials = new ArrayList<>();
             private Optional<String> gatewayEndpoint = Optional.empty();
             private Duration tokenLifetime = DEFAULT_TOKEN_LIFETIME;
@@ -335,6 +338,15 @@ public final class LaunchBundles {
             public Builder workload(int uid, int gid) {
                 this.workloadUid = uid;
                 this.workloadGid = gid;
+                return this;
+            }
+
+            /**
+             * @param v the policy's static sections (runtime bundle; default {@link WorkloadConfinement#standard()})
+             * @return this
+             */
+            public Builder confinement(WorkloadConfinement v) {
+                this.confinement = Objects.requireNonNull(v);
                 return this;
             }
 
@@ -463,6 +475,7 @@ public final class LaunchBundles {
                     .setWorkloadUid(request.workloadUid)
                     .setWorkloadGid(request.workloadGid)
                     .setSessionLineage(request.sessionLineage)
+                    .setConfinement(request.confinement.wire())
                     .build();
             openshell.protocol.wire.SupervisorBundle.Builder supervisor = openshell.protocol.wire.SupervisorBundle.newBuilder()
                     .setFormat(SUPERVISOR_FORMAT)
@@ -657,6 +670,23 @@ public final class LaunchBundles {
         return new RuntimeBundle(sandboxId, sessionId, generation, lineage, tokenIssuer, key,
                 new RuntimeTlsIdentity(serverName, leafKey, chain), requireWorkloadId(wire.getWorkloadUid(), "workload_uid"),
                 requireWorkloadId(wire.getWorkloadGid(), "workload_gid"));
+    }
+
+    /**
+     * The static sections a runtime bundle carries (the standard ones when it has none).
+     *
+     * @param bytes the bundle (not modified; the caller zeroes it)
+     * @return the confinement
+     * @throws ProtocolException {@link Refusal#BUNDLE_INVALID} naming what is wrong
+     */
+    public static WorkloadConfinement runtimeConfinement(byte[] bytes) {
+        checkSize(bytes);
+        try {
+            openshell.protocol.wire.RuntimeBundle wire = openshell.protocol.wire.RuntimeBundle.parseFrom(bytes);
+            return wire.hasConfinement() ? WorkloadConfinement.of(wire.getConfinement()) : WorkloadConfinement.standard();
+        } catch (InvalidProtocolBufferException e) {
+            throw invalid("the runtime bundle is not a valid launch bundle (corrupt protobuf)");
+        }
     }
 
     /**

@@ -46,6 +46,10 @@ final class ProcessTree implements AutoCloseable {
     static final Duration REAP_INTERVAL = Duration.ofMillis(200);
     /** Everything about a workload process except what the caller chooses. */
     interface PlanTemplate extends Function<LaunchRequest, LaunchPlan> {
+        /** @return what every process gets (identity, Landlock), for the confirmation evidence */
+        default String describe() {
+            return "per-process plan";
+        }
     }
 
     /**
@@ -76,6 +80,11 @@ final class ProcessTree implements AutoCloseable {
 
     /** A launcher just started, with the pipes it will hand its target. */
     private record Started(LauncherProcess launcher, OwnedFd stdin, OwnedFd stdout, OwnedFd stderr) {
+    }
+
+    /** @return what every workload process gets, as the template says */
+    String confinement() {
+        return template.describe();
     }
 
     ProcessTree(LauncherProcess.Command command, PlanTemplate template, NetworkBroker broker, Cgroup cgroup) {

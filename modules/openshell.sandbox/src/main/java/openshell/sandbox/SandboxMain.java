@@ -158,7 +158,8 @@ public final class SandboxMain {
     }
 
     /** What standard input gave: the arguments (with any late ones) and the parsed bundle. */
-    private record Launch(LaunchArguments arguments, RuntimeBundle bundle, int bundleBytes) {
+    private record Launch(LaunchArguments arguments, RuntimeBundle bundle, int bundleBytes,
+                          openshell.protocol.WorkloadConfinement confinement) {
     }
 
     /** Reads the late arguments (a spare's) and the bundle, zeroing the bundle's bytes once parsed. */
@@ -166,8 +167,10 @@ public final class SandboxMain {
         LaunchArguments arguments = LaunchArguments.read(args, stdin);
         byte[] bytes = LaunchBundles.read(stdin);
         RuntimeBundle bundle;
+        openshell.protocol.WorkloadConfinement confinement;
         try {
             bundle = LaunchBundles.runtimeBundle(bytes);
+            confinement = LaunchBundles.runtimeConfinement(bytes);
         } finally {
             Arrays.fill(bytes, (byte) 0);
         }
@@ -175,7 +178,7 @@ public final class SandboxMain {
             throw new IllegalArgumentException("the launch bundle is for " + bundle.sandboxId() + "@" + bundle.generation()
                     + ", not " + arguments.sandbox() + "@" + arguments.generation());
         }
-        return new Launch(arguments, bundle, bytes.length);
+        return new Launch(arguments, bundle, bytes.length, confinement);
     }
 
     static int run(List<String> args, InputStream stdin) {
@@ -278,7 +281,8 @@ public final class SandboxMain {
             workspace = WorkloadLaunch.freshWorkspace(bundle.workloadUid(), bundle.workloadGid());
         }
         try (SandboxRuntime control = new SandboxRuntime(report, broker, new ProcessTree(WorkloadLaunch.command(),
-                     WorkloadLaunch.template(bundle.workloadUid(), bundle.workloadGid(), workspace), broker,
+                     WorkloadLaunch.template(launch.confinement(), bundle.workloadUid(), bundle.workloadGid(), workspace,
+                             report.landlockAbi()), broker,
                      WorkloadLaunch.leaf("workload-" + arguments.generation() + "-" + ProcessHandle.current().pid())),
                      POLICY_HELD_BY_SUPERVISOR, Optional.of(trust));
              RuntimeEndpoint endpoint = RuntimeEndpoint.builder()

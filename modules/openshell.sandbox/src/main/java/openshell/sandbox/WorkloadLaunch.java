@@ -3,7 +3,6 @@ package openshell.sandbox;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import openshell.isolation.BackendException;
 import openshell.linux.Cgroup;
@@ -11,9 +10,10 @@ import openshell.linux.LaunchPlan;
 import openshell.linux.LauncherProcess;
 
 /**
- * How the runtime's main starts workload processes: the image's native launcher, the workload's
- * uid/gid from the launch bundle, Landlock with the host's tool directories read-only and only
- * the workspace writable, and a cgroup v2
+ * How the runtime's main starts workload processes: the image's native launcher, the user, group
+ * and Landlock lists and mode the policy's static sections decided ({@link StaticConfinement};
+ * without a filesystem section the host's tool directories read-only and only the workspace
+ * writable), and a cgroup v2
  * leaf under the runtime's own cgroup (the process driver delegates that cgroup to the
  * sandbox's mapped root, so the leaf can be created and killed from inside the user namespace).
  */
@@ -53,25 +53,52 @@ final class WorkloadLaunch {
     }
 
     /**
-     * The plan of every workload process.
+     * The plan of every workload process: the same identity, Landlock mode and lists for the
+     * agent and every exec, fixed before the first one starts.
      *
-     * @param uid       workload uid
-     * @param gid       workload gid
-     * @param workspace the writable workspace
+     * @param confinement what the policy's static sections resolved to
      * @return the template
      */
-    static ProcessTree.PlanTemplate template(int uid, int gid, Path workspace) {
-        List<String> readOnly = READ_ONLY.stream().filter(p -> Files.exists(Path.of(p))).toList();
-        List<String> readWrite = new ArrayList<>(WRITABLE_DEVICES.stream().filter(p -> Files.exists(Path.of(p))).toList());
-        readWrite.add(workspace.toString());
-        return request -> LaunchPlan.builder(executable(request.argv().getFirst()))
-                .argv(request.argv())
-                .envp(request.environment())
-                .workingDirectory(request.directory())
-                .identity(uid, gid, List.of(gid))
-                .landlock(LaunchPlan.Mode.REQUIRED, readOnly, List.copyOf(readWrite))
-                .controllingTerminal(request.terminal().isPresent())
-                .build();
+    static ProcessTree.PlanTemplate template(StaticConfinement confinement) {
+        return new ProcessTree.PlanTemplate() {
+            @Override
+            public LaunchPlan apply(ProcessTree.LaunchRequest request) {
+                return LaunchPlan.builder(executable(request.argv().getFirst()))
+                        .argv(request.argv())
+                        .envp(request.environment())
+                        .workingDirectory(request.directory())
+                        .identity(confinement.uid(), confinement.gid(), List.of(confinement.gid()))
+                        .landlock(confinement.mode(), confinement.readOnly(), confinement.readWrite())
+                        .controllingTerminal(request.terminal().isPresent())
+                        .build();
+            }
+
+            @Override
+            public String describe() {
+                return confinement.describe();
+            }
+        };
+    }
+
+    /**
+     * Resolves the bundle's static sections in this runtime's namespaces, says what they became
+     * (loudly when Landlock is not complete), and gives a launch-made workspace to the policy's user.
+     *
+     * @param confinement what the bundle carries
+     * @param defaultUid  the launch's workload uid
+     * @param defaultGid  the launch's workload gid
+     * @param workspace   the workspace
+     * @param abi         the kernel's Landlock ABI
+     * @return the template
+     * @throws BackendException INVALID naming the policy field that cannot be honoured
+     */
+    static ProcessTree.PlanTemplate template(openshell.protocol.WorkloadConfinement confinement, int defaultUid,
+                                             int defaultGid, Path workspace, int abi) throws IOException {
+        StaticConfinement c = StaticConfinement.resolve(confinement, defaultUid, defaultGid, workspace, abi, Path.of("/"),
+                Files.readString(Path.of("/proc/self/uid_map")), Files.readString(Path.of("/proc/self/gid_map")));
+        c.adoptWorkspace(workspace, defaultUid);
+        System.err.println("openshell-sandbox: " + (c.complete() ? "" : "WARNING: ") + "workload confinement: " + c.describe());
+        return template(c);
     }
 
     private static String executable(String argv0) {

@@ -399,6 +399,13 @@ public final class SupervisorMain {
                 ReadyBoundary ready = bound.confirm();
                 // Read before startAgent: a consumed ready handle answers nothing (the contract).
                 openshell.isolation.ConfirmationEvidence evidence = ready.evidence();
+                // A weaker confinement the policy allowed (landlock best_effort) is never silent: audit and log say so.
+                evidence.controls().stream().filter(c -> c.mechanism().contains("NOT FULLY ENFORCED")).forEach(c -> {
+                    audit.record(jakarta.json.Json.createObjectBuilder().add("time", java.time.Instant.now().toString())
+                            .add("event", "confinement-degraded").add("sandbox", bundle.sandboxId()).add("control", c.name())
+                            .add("mechanism", c.mechanism()).build().toString());
+                    err.println("openshell-supervisor: WARNING: " + c.name() + ": " + c.mechanism());
+                });
                 if (!evidence.directEgressFailed()) {
                     ready.abort();
                     throw new BackendException(BackendException.Kind.FAILED,

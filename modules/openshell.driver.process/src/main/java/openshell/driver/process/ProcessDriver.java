@@ -84,6 +84,21 @@ final class ProcessDriver implements ComputeDriver {
     /** Passes over a claimed spare's threads until none is left niced (threads started meanwhile inherit it). */
     static final int MAX_RENICE_PASSES = 5;
     private static final java.security.SecureRandom RANDOM = new java.security.SecureRandom();
+    /**
+     * Longest wait, after the bundles, for the runtime to say it serves (or to exit refusing): as
+     * long as the supervisor waits for it to attach.
+     */
+    static final Duration RUNTIME_VERDICT_WAIT = Duration.ofSeconds(120);
+    /** How often the runtime's log is looked at meanwhile. */
+    static final Duration RUNTIME_VERDICT_POLL = Duration.ofMillis(20);
+    /** What the runtime prints once it has taken its bundle and the policy's static sections. */
+    static final String RUNTIME_SERVING = "\"serving\":true";
+    /** What the runtime prints before it exits instead of serving. */
+    static final String RUNTIME_REFUSAL = "openshell-sandbox: refusing to serve: ";
+    /** What the runtime prints when the workload's confinement is weaker than the sandbox targets. */
+    static final String CONFINEMENT_WARNING = "openshell-sandbox: WARNING: workload confinement: ";
+    /** How every create or start the runtime refused begins (INVALID: the launch cannot be honoured). */
+    static final String REFUSED = "the sandbox runtime refused the launch: ";
 
     private final DriverEnvironment environment;
     private final Path runRoot;
@@ -207,7 +222,7 @@ final class ProcessDriver implements ComputeDriver {
         boolean supervisor = supervisor(t).isPresent();
         if (runtime && supervisor) {
             return new DriverStatus(DriverStatus.Phase.RUNNING, "runtime namespaces (pid " + t.holderPid()
-                    + ") and supervisor (pid " + t.supervisorPid() + ") alive");
+                    + ") and supervisor (pid " + t.supervisorPid() + ") alive" + confinementWarning(id));
         }
         if (runtime || supervisor) {
             return new DriverStatus(DriverStatus.Phase.DEGRADED, (runtime ? "supervisor" : "runtime") + " is gone");
@@ -234,6 +249,7 @@ final class ProcessDriver implements ComputeDriver {
         try {
             feed(pair.runtime(), new byte[0], plan.material().runtimeBundle(), "sandbox runtime");
             feed(pair.supervisor(), new byte[0], plan.material().supervisorBundle(), "supervisor");
+            awaitServing(pair.runtime(), state.resolve("runtime.log"));
             ProcessTopology t = pair.topology(slot);
             return Provisioned.of(t.descriptor(), DialDirection.RUNTIME_INITIATED, t.state());
         } catch (RuntimeException e) {
@@ -401,17 +417,25 @@ final class ProcessDriver implements ComputeDriver {
                     plan.material().runtimeBundle(), "sandbox runtime");
             feed(pair.supervisor(), late(List.of("--sandbox", id.value(), "--generation", generation)),
                     plan.material().supervisorBundle(), "supervisor");
+            awaitServing(pair.runtime(), state.resolve("runtime.log"));
             ProcessTopology t = pair.topology(spare.slot());
             return Optional.of(Provisioned.of(t.descriptor(), DialDirection.RUNTIME_INITIATED, t.state()));
         } catch (IOException | RuntimeException e) {
-            System.err.println("openshell process driver: warm spare " + spare.name() + " could not be given to " + id
-                    + " (" + e.getMessage() + "); launching it cold");
+            boolean refused = e instanceof DriverException d && d.getMessage().startsWith(REFUSED);
+            if (!refused) {
+                System.err.println("openshell process driver: warm spare " + spare.name() + " could not be given to " + id
+                        + " (" + e.getMessage() + "); launching it cold");
+            }
             try {
                 pair.discard();
             } finally {
                 removeQuietly(pair.channel().getParent());
                 removeQuietly(state);
                 slots.release(spare.slot(), transferred ? id : spare.name());
+            }
+            if (refused) {
+                // The launch itself cannot be honoured: a cold launch would be refused the same way.
+                throw (DriverException) e;
             }
             return Optional.empty();
         }
@@ -669,7 +693,71 @@ final class ProcessDriver implements ComputeDriver {
         }
     }
 
+    /**
+     * Waits until the runtime serves, or refuses the launch (it exits naming what it cannot
+     * honour, for example the policy's Landlock hard requirement or its run_as_user).
+     *
+     * @throws DriverException INVALID with the runtime's reason if it exited; FAILED if it said
+     *                         nothing within {@link #RUNTIME_VERDICT_WAIT}
+     */
+    static void awaitServing(Process runtime, Path log) {
+        long deadline = System.nanoTime() + RUNTIME_VERDICT_WAIT.toNanos();
+        while (true) {
+            String text = head(log);
+            if (text.contains(RUNTIME_SERVING)) {
+                return;
+            }
+            if (!runtime.isAlive()) {
+                text = head(log);
+                if (text.contains(RUNTIME_SERVING)) {
+                    return;
+                }
+                int at = text.lastIndexOf(RUNTIME_REFUSAL);
+                String why = at >= 0 ? text.substring(at + RUNTIME_REFUSAL.length()).lines().findFirst().orElse("")
+                        : "it exited with " + runtime.exitValue() + " before serving";
+                throw new DriverException(Kind.INVALID, REFUSED + why);
+            }
+            if (System.nanoTime() - deadline > 0) {
+                throw new DriverException(Kind.FAILED, "the sandbox runtime neither served nor refused within "
+                        + RUNTIME_VERDICT_WAIT + " (" + log + ")");
+            }
+            try {
+                Thread.sleep(RUNTIME_VERDICT_POLL);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new DriverException(Kind.FAILED, "interrupted while waiting for the sandbox runtime", e);
+            }
+        }
+    }
+
+    /**
+     * What the runtime said when the policy allowed a weaker confinement than the sandbox targets
+     * (landlock best_effort on a kernel that cannot enforce it all): part of every status, never silent.
+     */
+    private String confinementWarning(SandboxId id) {
+        String text = head(stateDir(id).resolve("runtime.log"));
+        int at = text.indexOf(CONFINEMENT_WARNING);
+        return at < 0 ? "" : "; " + text.substring(at + CONFINEMENT_WARNING.length()).lines().findFirst().orElse("");
+    }
+
+    /** The start of a log, as far as {@link SparePool#MAX_LOG_READ}; empty if it cannot be read. */
+    private static String head(Path log) {
+        try (java.io.InputStream in = Files.newInputStream(log)) {
+            return new String(in.readNBytes(SparePool.MAX_LOG_READ), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            return "";
+        }
+    }
+
     private void checkOptions(LaunchPlan plan) {
+        int uid = plan.context().workload().uid();
+        int gid = plan.context().workload().gid();
+        if (uid >= IdRange.SIZE || gid >= IdRange.SIZE) {
+            // Ids inside the sandbox are 0..SIZE-1 mapped to its private host range: another id does not exist there.
+            throw new DriverException(Kind.INVALID, "the workload's " + (uid >= IdRange.SIZE ? "uid " + uid : "gid " + gid)
+                    + " (process.run_as_user / run_as_group) cannot be honoured by the process driver: each sandbox maps"
+                    + " only ids 0-" + (IdRange.SIZE - 1) + " to its own host range; nothing was created");
+        }
         Path socket = socket(plan.context().sandboxId());
         int bytes = socket.toString().getBytes(StandardCharsets.UTF_8).length;
         if (bytes > MAX_SOCKET_PATH_BYTES) {

@@ -9,6 +9,8 @@ import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.Optional;
+import jakarta.json.JsonObjectBuilder;
+import jakarta.json.spi.JsonProvider;
 
 import openshell.driver.DriverException;
 
@@ -44,6 +46,8 @@ final class SparePool implements AutoCloseable {
     static final String READY = "{\"ready\":true";
     /** The line each of a spare's programs prints once it waits for its sandbox. */
     static final String WAITING = "{\"spare\":\"waiting\"}";
+    /** Looked up once: each lookup through ServiceLoader builds a new provider. */
+    private static final JsonProvider JSON = JsonProvider.provider();
 
     private final ProcessDriver driver;
     private final int size;
@@ -64,7 +68,7 @@ final class SparePool implements AutoCloseable {
         this.size = size;
         int swept = driver.sweepSpares();
         if (swept > 0) {
-            System.err.println("openshell process driver: removed " + swept + " warm spare(s) an earlier gateway left");
+            System.err.println(statusLine("swept", null, "removed " + swept + " warm spare(s) an earlier gateway left"));
         }
         this.keeper = Thread.ofPlatform().daemon().name("openshell-spare-keeper").start(this::keep);
     }
@@ -110,8 +114,8 @@ final class SparePool implements AutoCloseable {
             try {
                 spare = driver.launchSpare();
             } catch (DriverException e) {
-                System.err.println("openshell process driver: cannot start a warm spare (" + e.getMessage()
-                        + "); next try in " + FAILURE_BACKOFF.toSeconds() + " s");
+                System.err.println(statusLine("not-started", null, "cannot start a warm spare (" + e.getMessage()
+                        + "); next try in " + FAILURE_BACKOFF.toSeconds() + " s"));
                 synchronized (this) {
                     notBefore = System.nanoTime() + FAILURE_BACKOFF.toNanos();
                 }
@@ -164,7 +168,7 @@ final class SparePool implements AutoCloseable {
         try {
             ProcessDriver.unnice(spare.pair());
         } catch (DriverException e) {
-            System.err.println("openshell process driver: warm spare " + spare.name() + ": " + e.getMessage());
+            System.err.println(statusLine("not-unniced", spare.name().value(), String.valueOf(e.getMessage())));
         }
     }
 
@@ -249,8 +253,22 @@ final class SparePool implements AutoCloseable {
             try {
                 driver.discard(spare);
             } catch (DriverException e) {
-                System.err.println("openshell process driver: cannot remove warm spare " + spare.name() + ": " + e.getMessage());
+                System.err.println(statusLine("not-removed", spare.name().value(), "cannot remove: " + e.getMessage()));
             }
         }
+    }
+
+    /**
+     * One status line of the pool, every value escaped by the JSON library: an exception's text
+     * may hold a path with quotes or newlines, which must not end the line or forge another.
+     *
+     * @param spare the spare's name, or null when the line is about the pool
+     */
+    static String statusLine(String event, String spare, String detail) {
+        JsonObjectBuilder line = JSON.createObjectBuilder().add("driver", "process").add("pool", event);
+        if (spare != null) {
+            line.add("spare", spare);
+        }
+        return line.add("detail", String.valueOf(detail)).build().toString();
     }
 }
