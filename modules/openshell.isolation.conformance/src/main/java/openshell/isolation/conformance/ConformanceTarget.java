@@ -95,7 +95,8 @@ public interface ConformanceTarget {
      * knows of (raw sockets, UDP, other address families, a host interface): exit 0 if any
      * reached it.
      *
-     * @param destination a listener of the kit on a host address
+     * @param destination a listener of the kit on {@link LoopbackOnly#GROUND_TRUTH}, an address of the
+     *                    suite's own network namespace that only a workload outside its boundary reaches
      * @return its argv, or empty if the backend cannot supply one
      */
     default Optional<List<String>> directEgressProbe(TcpDestination destination) {

@@ -1,24 +1,22 @@
 package openshell.isolation.conformance;
 
-import static org.junit.jupiter.api.Assertions.fail;
-
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.Inet4Address;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.NetworkInterface;
 import java.net.ServerSocket;
 import java.net.Socket;
-import java.net.SocketException;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import openshell.isolation.TcpDestination;
 
 /**
- * A TCP listener of the kit on a non-loopback host address: the ground truth for egress. If a
- * workload program reaches it without a pending open having been allowed, egress bypassed
- * mediation, whatever the program reports.
+ * A TCP listener of the kit on {@link LoopbackOnly#GROUND_TRUTH}: the ground truth for egress. The
+ * address is not loopback to a workload, so its connects are mediated; it exists only on the
+ * loopback of the suite's own network namespace, so a workload program reaches it only around
+ * its boundary, and a check never sends a byte off this machine. If a workload program reaches it
+ * without a pending open having been allowed, egress bypassed mediation, whatever the program
+ * reports.
  */
 final class HostListener implements AutoCloseable {
     private final ServerSocket server;
@@ -31,7 +29,8 @@ final class HostListener implements AutoCloseable {
     }
 
     static HostListener open() {
-        InetAddress host = hostAddress();
+        LoopbackOnly.assertInForce();
+        InetAddress host = LoopbackOnly.GROUND_TRUTH;
         try {
             ServerSocket server = new ServerSocket();
             server.bind(new InetSocketAddress(host, 0), IsolationConformance.LISTEN_BACKLOG);
@@ -40,28 +39,6 @@ final class HostListener implements AutoCloseable {
             return listener;
         } catch (IOException e) {
             throw new UncheckedIOException("cannot listen on " + host, e);
-        }
-    }
-
-    /** The first non-loopback IPv4 address of an interface that is up. */
-    private static InetAddress hostAddress() {
-        try {
-            return NetworkInterface.networkInterfaces()
-                    .filter(HostListener::up)
-                    .flatMap(NetworkInterface::inetAddresses)
-                    .filter(a -> a instanceof Inet4Address && !a.isLoopbackAddress() && !a.isLinkLocalAddress())
-                    .findFirst()
-                    .orElseGet(() -> fail("this host has no non-loopback IPv4 address, so egress cannot be probed"));
-        } catch (SocketException e) {
-            return fail("cannot list network interfaces: " + e);
-        }
-    }
-
-    private static boolean up(NetworkInterface nif) {
-        try {
-            return nif.isUp();
-        } catch (SocketException e) {
-            return false;
         }
     }
 
