@@ -75,6 +75,17 @@ final class RuntimeLaunches {
     private final ComputeDriver driver;
     private final TokenIssuer issuer = TokenIssuer.generate("openshell-gateway", "gateway-key-1", Clock.systemUTC());
     private final Map<String, Live> byChannel = new ConcurrentHashMap<>();
+    private final Path stateRoot;
+    /** Each launch's runtime log, kept from its discard (the driver's cleanup deletes the file), newest last. */
+    private final java.util.Deque<Ended> ended = new java.util.concurrent.ConcurrentLinkedDeque<>();
+    /** Discarded launches whose runtime log tails are kept for a failing check's report. */
+    static final int KEPT_LOGS = 16;
+    /** Lines of each runtime log a failing check's report shows. */
+    static final int LOG_LINES = 60;
+
+    /** A discarded launch's runtime log tail. */
+    private record Ended(String id, long launchedNanos, String log) {
+    }
 
     /** One provisioned launch and the supervisor side this JVM holds for it. */
     static final class Live {
@@ -86,6 +97,7 @@ final class RuntimeLaunches {
         final long runtimeHostUid;
         final SupervisorEndpoint endpoint;
         final List<SupervisorLink> links = new CopyOnWriteArrayList<>();
+        final long launchedNanos = System.nanoTime();
         volatile boolean lost;
 
         Live(SandboxContext context, Provisioned provisioned, Path workspace, Path channel, long runtimeHostUid,
@@ -134,7 +146,7 @@ final class RuntimeLaunches {
         }));
         workspaces = Files.createDirectory(root.resolve("workspaces"));
         Files.setPosixFilePermissions(workspaces, PosixFilePermissions.fromString("rwx--x--x"));
-        Path stateRoot = Files.createDirectory(root.resolve("state"));
+        stateRoot = Files.createDirectory(root.resolve("state"));
         String modulePath = readableModulePath(Files.createDirectory(root.resolve("lib")));
         Path runtimeLauncher = script(bin.resolve("openshell-sandbox"), "#!/bin/sh\nexec "
                 + Path.of(System.getProperty("java.home"), "bin", "java") + " --enable-native-access=com.sun.jna"
@@ -259,10 +271,47 @@ final class RuntimeLaunches {
             return;
         }
         live.loseSupervisor();
+        ended.addLast(new Ended(live.context.sandboxId().value(), live.launchedNanos, runtimeLog(live.context.sandboxId().value())));
+        while (ended.size() > KEPT_LOGS) {
+            ended.pollFirst();
+        }
         try {
             driver.delete(live.context.sandboxId(), live.provisioned.state());
         } finally {
             remove(live.workspace);
+        }
+    }
+
+    /**
+     * What the runtimes launched since {@code sinceNanos} wrote, live or discarded: a check that
+     * failed on the link or the workload shows the runtime's side without a rerun.
+     *
+     * @param sinceNanos a {@link System#nanoTime()} reading from before the check
+     * @return the tails of their runtime logs, each headed by its sandbox id
+     */
+    String runtimeLogsSince(long sinceNanos) {
+        StringBuilder b = new StringBuilder();
+        for (Ended e : ended) {
+            if (e.launchedNanos() - sinceNanos >= 0) {
+                b.append("\n--- runtime.log of ").append(e.id()).append(" (discarded) ---\n").append(e.log());
+            }
+        }
+        for (Live l : byChannel.values()) {
+            if (l.launchedNanos - sinceNanos >= 0) {
+                String id = l.context.sandboxId().value();
+                b.append("\n--- runtime.log of ").append(id).append(" (live) ---\n").append(runtimeLog(id));
+            }
+        }
+        return b.toString();
+    }
+
+    private String runtimeLog(String id) {
+        Path log = stateRoot.resolve("process/sandboxes").resolve(id).resolve("runtime.log");
+        try {
+            List<String> lines = Files.exists(log) ? Files.readAllLines(log, StandardCharsets.UTF_8) : List.of("(none)");
+            return String.join("\n", lines.subList(Math.max(0, lines.size() - LOG_LINES), lines.size()));
+        } catch (IOException | UncheckedIOException e) {
+            return "(unreadable: " + e.getMessage() + ")";
         }
     }
 

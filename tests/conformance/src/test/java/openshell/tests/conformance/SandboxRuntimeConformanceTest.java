@@ -27,6 +27,7 @@ import org.junit.jupiter.api.TestFactory;
  * The probes are ordinary programs of the host's {@code /usr} and {@code /bin}, run as the
  * workload through the backend's own exec.
  */
+@org.junit.jupiter.api.extension.ExtendWith(RuntimeLogsOnFailure.class)
 class SandboxRuntimeConformanceTest implements ConformanceTarget {
     /**
      * The runtime's documented supervisor-loss bound as the kit observes it: the workload is killed

@@ -35,6 +35,7 @@ import org.junit.jupiter.api.Test;
  * further byte reaches the upstream, and after the runtime's loss bound every workload process
  * is gone.
  */
+@org.junit.jupiter.api.extension.ExtendWith(RuntimeLogsOnFailure.class)
 class SupervisorLossTest {
     /** Longest wait for the agent's steps (a runtime JVM starts on 2 loaded cores). */
     private static final Duration WAIT = Duration.ofSeconds(120);
