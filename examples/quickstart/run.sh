@@ -155,6 +155,9 @@ step "7. credential misdirected: the same placeholder to other.demo.test is refu
   /bin/bash -c "/usr/bin/curl -sS --max-time 30 --fail-with-body -H \"Authorization: Bearer \$(cat $ws/agent-token)\" https://other.demo.test:$HTTPS_PORT/echo"
 step "8. exec into the running sandbox: who runs, which DNS, what was added to the trust store" 0 \
   /bin/bash -c "id; grep nameserver /etc/resolv.conf; grep '^# added by openshell-sandbox' /etc/ssl/certs/ca-certificates.crt; echo SSL_CERT_FILE=\$SSL_CERT_FILE"
+step "9. filesystem_policy: a write to /tmp (read_write) succeeds; one to /var/tmp (in no list) is EACCES" 0 \
+  /bin/bash -c "f=/tmp/openshell-quickstart.\$\$; echo ok >\$f && rm \$f && echo '/tmp: written' &&
+    if (echo no >/var/tmp/openshell-quickstart.\$\$) 2>/dev/null; then echo '/var/tmp: WRITTEN (Landlock not enforced?)'; exit 1; else echo '/var/tmp: Permission denied'; fi"
 
 echo
 echo "== what the upstream saw (steps 3, 4, 5 and 7 never reached it; the secret arrived only in step 6)"
@@ -169,4 +172,4 @@ if [ "$failures" -ne 0 ]; then
   exit 1
 fi
 echo
-echo "quickstart: all eight behaved as the policy says ($(( $(date +%s) - started_at )) s)"
+echo "quickstart: all nine behaved as the policy says ($(( $(date +%s) - started_at )) s)"
