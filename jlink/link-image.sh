@@ -103,8 +103,17 @@ fi
 #    train.sh exits 75 when the image has nothing to train yet (no main class): the image is then
 #    built without a cache, loudly; the launcher then passes no -XX:AOTCache (a missing
 #    cache file stops the JVM).
+#    Its output (the JVM's AOT notes, hundreds of "Skipping <class>" lines, and the training
+#    sandbox's own lines) goes to a log beside the image; a failed or cacheless run shows its end.
 status=0
-( cd "$out" && sh "$src/train.sh" "$name" "$jdk" "$staging" "$src" ) || status=$?
+training_log="$out/../$name-training.log"
+( cd "$out" && sh "$src/train.sh" "$name" "$jdk" "$staging" "$src" ) >"$training_log" 2>&1 || status=$?
+# train.sh's own WARNING lines (a fallback training) are for whoever builds: they stay visible.
+grep -E '^train\.sh: ' "$training_log" >&2 || true
+if [ "$status" -ne 0 ]; then
+    echo "link-image: $name: the training run ended with $status; the end of $training_log:" >&2
+    tail -n 40 "$training_log" >&2
+fi
 if [ "$status" -eq 75 ]; then
     echo "link-image: $name: WARNING: NO AOT CACHE: train.sh found nothing to train (see its output)" >&2
 else
