@@ -219,7 +219,8 @@ class ProcessAndSocketTest {
     @Test
     void kernelProbeReportsWhatThisMachineHas() {
         KernelFeatures features = KernelFeatures.probe();
-        assertEquals(7, features.landlockAbi());
+        // At least what the sandbox runtime needs (its StartupProbes.MIN_LANDLOCK_ABI); a newer kernel passes too.
+        assertTrue(features.landlockAbi() >= LandlockTest.RUNTIME_MINIMUM_ABI, "this kernel has Landlock ABI " + features.landlockAbi());
         assertTrue(features.seccompListener());
         assertTrue(features.waitKillableRecv());
         assertTrue(features.syncWakeUp());
