@@ -131,9 +131,16 @@ final class NetworkBroker implements NetworkMediationSource {
         return timer.getQueue().size();
     }
 
+    /** {@code ::1}, what {@code bind([::]:0)} is narrowed to. */
+    private static final InetAddress LOOPBACK6 = address(new byte[] {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1});
+
     private static InetAddress address(int a, int b, int c, int d) {
+        return address(new byte[] {(byte) a, (byte) b, (byte) c, (byte) d});
+    }
+
+    private static InetAddress address(byte[] bytes) {
         try {
-            return InetAddress.getByAddress(new byte[] {(byte) a, (byte) b, (byte) c, (byte) d});
+            return InetAddress.getByAddress(bytes);
         } catch (UnknownHostException e) {
             throw new IllegalStateException(e);
         }
@@ -356,8 +363,42 @@ final class NetworkBroker implements NetworkMediationSource {
         Optional<InetSocketAddress> parsed = SocketCalls.decode(sockaddr);
         if (parsed.isPresent() && parsed.get().getAddress().isLoopbackAddress()) {
             listener.respondContinue(n.id());
+        } else if (parsed.isPresent() && parsed.get().getAddress().isAnyLocalAddress() && parsed.get().getPort() == 0) {
+            bindLoopback(listener, n, family);
         } else {
             deny(listener, n.id(), "bind", Errno.EACCES, "only loopback addresses may be bound: " + parsed.orElse(null));
+        }
+    }
+
+    /**
+     * {@code bind(0.0.0.0:0)} or {@code bind([::]:0)}, what resolvers do for a random source port:
+     * the runtime binds the caller's socket to loopback with port 0 itself (never letting the kernel
+     * re-read the sockaddr, which the caller could change after this check) and answers 0. Port 0
+     * needs no privilege, so the runtime's own grants nothing the workload lacks.
+     */
+    private void bindLoopback(SeccompListener listener, SeccompNotification n, int family) {
+        int tgid;
+        try {
+            tgid = IdentityCapture.processOf(n.pid());
+        } catch (IOException e) {
+            deny(listener, n.id(), "bind", Errno.EACCES, "the caller is gone: " + e);
+            return;
+        }
+        try (Pidfd process = Pidfd.open(tgid); OwnedFd socket = process.takeFd((int) n.argument(0))) {
+            if (!listener.isValid(n.id())) {
+                return;
+            }
+            if (SocketCalls.intOption(socket.value(), SocketCalls.SO_DOMAIN) != family) {
+                deny(listener, n.id(), "bind", SocketCalls.EAFNOSUPPORT, "address family differs from the socket's");
+                return;
+            }
+            InetAddress loopback = family == SocketCalls.AF_INET ? address(127, 0, 0, 1) : LOOPBACK6;
+            int errno = SocketCalls.bind(socket.value(), new InetSocketAddress(loopback, 0));
+            if (errno == 0) {
+                listener.respondValue(n.id(), 0);
+            } else {
+                deny(listener, n.id(), "bind", errno, "binding loopback port 0 for the unspecified address failed");
+            }
         }
     }
 

@@ -108,6 +108,48 @@ class DnsRelayTest {
         assertTrue(!Files.readString(Path.of("/etc/resolv.conf")).contains("openshell-sandbox"));
     }
 
+    /** A resolver's random source port: bind(0.0.0.0:0) and bind([::]:0), as busybox's nslookup does. */
+    static final Path BUSYBOX = Path.of("/usr/bin/busybox");
+
+    /**
+     * {@code busybox nslookup} binds the unspecified address with port 0 before it sends: the broker
+     * binds that to loopback instead of refusing it, so the query reaches the relay (and through it
+     * only the test's supervisor), while the unspecified address with a fixed port stays refused.
+     */
+    @Test
+    void busyboxNslookupBindsTheUnspecifiedAddressAndResolvesThroughTheRelay() throws Exception {
+        assertTrue(Files.isExecutable(BUSYBOX), "the test needs the real busybox (apt-get install busybox-static)");
+        AtomicBoolean stop = new AtomicBoolean();
+        ConcurrentLinkedQueue<byte[]> seen = new ConcurrentLinkedQueue<>();
+        try (TestSandbox sandbox = new TestSandbox(); DnsRelay relay = DnsRelay.start(sandbox.broker, NetworkBroker.DNS_RELAY)) {
+            assertEquals(NetworkBroker.DNS_RELAY, relay.address());
+            ConcurrentLinkedQueue<openshell.isolation.IdentityResolution> askers = new ConcurrentLinkedQueue<>();
+            supervise(sandbox, stop, seen, askers);
+            TestSandbox.Outcome outcome = sandbox.run(sandbox.bash("unused").argv(List.of("bash", "-c", String.join("; ",
+                    BUSYBOX + " nslookup -type=a example.test",
+                    "/usr/bin/python3 -c \"$0\""), String.join("\n",
+                    "import socket, errno",
+                    "for family, any in [(socket.AF_INET, '0.0.0.0'), (socket.AF_INET6, '::')]:",
+                    "    s = socket.socket(family, socket.SOCK_DGRAM); s.bind((any, 0))",
+                    "    print('bound', s.getsockname()[0], s.getsockname()[1] > 0)",
+                    "    try:",
+                    "        socket.socket(family, socket.SOCK_DGRAM).bind((any, 5353)); print('bound fixed', any)",
+                    "    except OSError as e: print('fixed', any, errno.errorcode[e.errno])"))).build());
+            assertEquals(new ChildExit(0, 0), outcome.exit(), outcome.toString());
+            String out = outcome.output();
+            assertTrue(out.contains("Address: 10.20.30.40"), outcome.toString());
+            assertTrue(out.contains("Server:\t\t127.0.0.53") || out.contains("Server:    127.0.0.53")
+                    || out.lines().anyMatch(l -> l.startsWith("Server:") && l.contains("127.0.0.53")), outcome.toString());
+            List<String> python = out.lines().filter(l -> l.startsWith("bound") || l.startsWith("fixed")).toList();
+            assertEquals(List.of("bound 127.0.0.1 True", "fixed 0.0.0.0 EACCES", "bound ::1 True", "fixed :: EACCES"),
+                    python, outcome.toString());
+            assertTrue(askers.stream().anyMatch(a -> a instanceof openshell.isolation.IdentityResolution.Resolved r
+                    && r.identity().path().equals(BUSYBOX.toString())), "busybox's query was attributed to it: " + askers);
+        } finally {
+            stop.set(true);
+        }
+    }
+
     @Test
     void udpToAnythingButTheRelayIsRefused() throws Exception {
         try (TestSandbox sandbox = new TestSandbox()) {
