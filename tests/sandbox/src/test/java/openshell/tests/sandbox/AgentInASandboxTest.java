@@ -7,20 +7,15 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import com.sun.net.httpserver.HttpServer;
 import java.io.IOException;
-import java.net.Inet4Address;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.NetworkInterface;
 import java.net.ServerSocket;
 import java.net.Socket;
-import java.net.SocketException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -44,35 +39,53 @@ import org.junit.jupiter.api.Test;
 /**
  * The README's main job, below the gateway: an agent in a sandbox created by the process driver
  * makes an allowed request with curl, one to an undeclared host, the allowed request again from
- * another binary (python3), and a request the L7 rules deny. The upstream is a real HTTP server on
- * the host's first non-loopback IPv4 address (policy never allows loopback upstreams).
+ * another binary (python3), and a request the L7 rules deny. Loopback only ({@link Loopback}): the
+ * upstreams are real servers on 127.0.0.1 reached through operator host aliases (policy never
+ * allows loopback otherwise), and one name no alias answers is resolved by the test's own DNS
+ * server on loopback, which the supervisor asks because the bundle names it
+ * ({@code upstreamResolver}, the gateway's {@code --upstream-resolver}).
  */
 class AgentInASandboxTest {
     /** Longest wait for the agent to finish its four requests (two JVM starts, 2 cores). */
     private static final Duration AGENT_WAIT = Duration.ofSeconds(240);
     private static final int WORKLOAD_ID = 1000;
     private static final String ALLOWED_BODY = "allowed-body-7f3a";
+    private static final String RESOLVED_BODY = "resolved-body-2b9d";
+    /** The L7 endpoint: an operator alias of 127.0.0.1. */
+    private static final String API = "api.sandbox.test";
+    /** The opaque endpoint: an alias of 127.0.0.1 too. */
+    private static final String RAW = "raw.sandbox.test";
+    /** A name only the test's resolver knows: the namespace's own address, {@link Loopback#NAMESPACE_ADDRESS}. */
+    private static final String RESOLVED = "resolved.sandbox.test";
 
     @Test
     void anAgentIsAllowedOneRequestAndDeniedAnUndeclaredHostAnotherBinaryAndAnL7Rule() throws Exception {
         if (!"root".equals(System.getProperty("user.name"))) {
             fail("this end-to-end test needs root: the process driver maps a private uid range for each sandbox");
         }
-        InetAddress host = firstNonLoopbackIpv4();
+        Loopback.assertOnly();
+        InetAddress loopback = InetAddress.getLoopbackAddress();
         List<String> upstreamSaw = new CopyOnWriteArrayList<>();
-        HttpServer upstream = HttpServer.create(new InetSocketAddress(host, 0), 16);
-        upstream.createContext("/", exchange -> {
+        com.sun.net.httpserver.HttpHandler handler = exchange -> {
             upstreamSaw.add(exchange.getRequestMethod() + " " + exchange.getRequestURI().getPath());
-            byte[] body = (exchange.getRequestURI().getPath().equals("/allowed") ? ALLOWED_BODY : "upstream-should-never-answer")
-                    .getBytes(StandardCharsets.UTF_8);
+            String path = exchange.getRequestURI().getPath();
+            byte[] body = (path.equals("/allowed") ? ALLOWED_BODY : path.equals("/resolved") ? RESOLVED_BODY
+                    : "upstream-should-never-answer").getBytes(StandardCharsets.UTF_8);
             exchange.sendResponseHeaders(200, body.length);
             exchange.getResponseBody().write(body);
             exchange.close();
-        });
+        };
+        HttpServer upstream = HttpServer.create(new InetSocketAddress(loopback, 0), 16);
+        upstream.createContext("/", handler);
         upstream.start();
-        String base = "http://" + host.getHostAddress() + ":" + upstream.getAddress().getPort();
+        // The resolved name's upstream: on the namespace's own address, which the resolver answers for it.
+        HttpServer named = HttpServer.create(new InetSocketAddress(Loopback.NAMESPACE_ADDRESS, 0), 16);
+        named.createContext("/", handler);
+        named.start();
+        Loopback.Resolver dns = new Loopback.Resolver(Map.of(RESOLVED, Loopback.NAMESPACE_ADDRESS));
+        String base = "http://" + API + ":" + upstream.getAddress().getPort();
         // An opaque endpoint: the supervisor relays it natively (the runtime hands the socket over).
-        ServerSocket echo = new ServerSocket(0, 16, host);
+        ServerSocket echo = new ServerSocket(0, 16, loopback);
         Thread echoing = Thread.ofPlatform().daemon().name("echo").start(() -> echoUntilClosed(echo));
 
         Path work = Path.of(System.getProperty("openshell.mains.work.dir"));
@@ -93,7 +106,8 @@ class AgentInASandboxTest {
                 "openshell.supervisor/openshell.supervisor.SupervisorMain");
         Path runtimeLauncher = Mains.launcher(bin.resolve("openshell-sandbox"), modulePath,
                 "openshell.sandbox/openshell.sandbox.SandboxMain");
-        Path agent = Files.writeString(workspace.resolve("agent.sh"), agentScript(base, host.getHostAddress(), echo.getLocalPort()));
+        Path agent = Files.writeString(workspace.resolve("agent.sh"), agentScript(base,
+                "http://" + RESOLVED + ":" + named.getAddress().getPort(), echo.getLocalPort()));
         Files.setPosixFilePermissions(agent, PosixFilePermissions.fromString("rwxr-xr-x"));
 
         String policy = """
@@ -108,14 +122,24 @@ class AgentInASandboxTest {
                           - {method: GET, path: /allowed}
                     binaries:
                       - path: /usr/bin/curl
+                      - path: /usr/bin/getent
                   raw:
                     endpoints:
-                      - host: "%1$s"
+                      - host: "%4$s"
                         port: %3$d
                         protocol: tcp
                     binaries:
                       - path: "/usr/bin/python3*"
-                """.formatted(host.getHostAddress(), upstream.getAddress().getPort(), echo.getLocalPort());
+                  resolved:
+                    endpoints:
+                      - host: "%5$s"
+                        port: %6$d
+                        protocol: rest
+                        rules:
+                          - {method: GET, path: /resolved}
+                    binaries:
+                      - path: /usr/bin/curl
+                """.formatted(API, upstream.getAddress().getPort(), echo.getLocalPort(), RAW, RESOLVED, named.getAddress().getPort());
         SandboxId id = new SandboxId("e2e-" + Long.toHexString(System.nanoTime() & 0xffffff));
         SandboxSessionId session = SandboxSessionId.fresh();
         Map<String, String> env = Map.of("PATH", "/usr/bin:/bin", "HOME", workspace.toString(), "OUT", workspace.toString());
@@ -123,7 +147,9 @@ class AgentInASandboxTest {
         LaunchBundles.Minted minted = LaunchBundles.mint(LaunchBundles.Request.builder().sandboxId(id.value())
                 .sessionId(session.value()).generation(1).policyYaml(policy)
                 .agent(new LaunchBundles.Agent(List.of("/bin/bash", agent.toString()), env, workspace.toString()))
-                .workload(WORKLOAD_ID, WORKLOAD_ID).build(), issuer, 1);
+                .workload(WORKLOAD_ID, WORKLOAD_ID)
+                .hostAlias(API, loopback).hostAlias(RAW, loopback)
+                .upstreamResolver(dns.address()).build(), issuer, 1);
 
         ComputeDriver driver = DriverRegistry.load().driver("process", new DriverEnvironment(stateRoot, Map.of(
                 "supervisor.launcher", supervisorLauncher.toString(), "runtime.launcher", runtimeLauncher.toString(),
@@ -164,6 +190,14 @@ class AgentInASandboxTest {
             assertEquals("200", text(workspace.resolve("allowed.code")).strip(), logs);
             assertEquals(ALLOWED_BODY, text(workspace.resolve("allowed.body")), logs);
             assertTrue(upstreamSaw.contains("GET /allowed"), upstreamSaw.toString());
+            // The workload dialled the alias's stand-in: the host's loopback is never the sandbox's address for it.
+            assertTrue(text(workspace.resolve("standin")).strip().startsWith("198.18."), text(workspace.resolve("standin")) + logs);
+            // Allowed, the name resolved by the operator's resolver on loopback and nothing else.
+            assertEquals("200", text(workspace.resolve("resolved.code")).strip(), logs);
+            assertEquals(RESOLVED_BODY, text(workspace.resolve("resolved.body")), logs);
+            assertTrue(dns.asked().contains(RESOLVED + "/1"), "the supervisor asked the test's resolver: " + dns.asked());
+            assertTrue(dns.asked().stream().allMatch(q -> q.startsWith(RESOLVED + "/")),
+                    "aliases and denied names are never resolved: " + dns.asked());
 
             // Allowed and relayed natively: 1 MiB each way through the handed-off socket, the
             // client's half-close reaching the server, the echo coming back whole after it.
@@ -174,7 +208,8 @@ class AgentInASandboxTest {
             // One audit line per decision, with the binary that made it.
             List<String> audit = supervisor.lines().filter(l -> l.startsWith("{\"time\"")).toList();
             assertTrue(audit.stream().anyMatch(l -> l.contains("\"decision\":\"allow\"") && l.contains("/usr/bin/curl")
-                    && l.contains(host.getHostAddress())), audit.toString());
+                    && l.contains(API)), audit.toString());
+            Loopback.assertDialledOnlyLoopback(supervisor);
             assertTrue(audit.stream().anyMatch(l -> l.contains("\"decision\":\"deny\"") && l.contains("python3")), audit.toString());
             assertTrue(audit.stream().anyMatch(l -> l.contains("\"decision\":\"deny\"") && l.contains("/forbidden")), audit.toString());
             assertTrue(audit.stream().anyMatch(l -> l.contains("\"decision\":\"allow\"") && l.contains("\"relay\":\"native\"")
@@ -198,6 +233,8 @@ class AgentInASandboxTest {
         } finally {
             driver.delete(id, provisioned.state());
             upstream.stop(0);
+            named.stop(0);
+            dns.close();
             echo.close();
             echoing.join(10_000);
         }
@@ -218,19 +255,27 @@ class AgentInASandboxTest {
         }
     }
 
-    /** The agent: five requests, each outcome written to the workspace for the test to read. */
-    private static String agentScript(String base, String echoHost, int echoPort) {
+    /**
+     * The agent: six requests, each outcome written to the workspace for the test to read. python3
+     * asks for the allowed URL at the address getent was given for its name (the alias's stand-in;
+     * getent may resolve it, and never connects; "hosts", as getaddrinfo's AI_ADDRCONFIG would not ask in a
+     * namespace with loopback only): the name is not answered for python3, and the
+     * connect itself must be refused.
+     */
+    private static String agentScript(String base, String resolvedBase, int echoPort) {
         return """
                 #!/bin/bash
                 exec >"$OUT/agent.log" 2>&1
                 cd "$OUT"
                 id
                 curl -sS -o allowed.body -w '%%{http_code}' --max-time 60 %1$s/allowed >allowed.code; echo $? >allowed.rc
+                standin=$(getent hosts %5$s | awk 'NR == 1 {print $1}'); echo "$standin" >standin
                 curl -sS -o /dev/null -w '%%{http_code}' --max-time 60 http://undeclared.example.test/ >undeclared.code; echo $? >undeclared.rc
-                /usr/bin/python3 - >python.out 2>&1 <<'PY'
-                import urllib.request
+                curl -sS -o resolved.body -w '%%{http_code}' --max-time 60 %4$s/resolved >resolved.code; echo $? >resolved.rc
+                STANDIN="$standin" /usr/bin/python3 - >python.out 2>&1 <<'PY'
+                import os, urllib.request
                 try:
-                    urllib.request.urlopen('%1$s/allowed', timeout=60).read()
+                    urllib.request.urlopen('%1$s/allowed'.replace('%5$s', os.environ['STANDIN']), timeout=60).read()
                     print('allowed')
                 except Exception as e:
                     print('denied', repr(e))
@@ -255,25 +300,7 @@ class AgentInASandboxTest {
                 print('echoed', len(got), 'same' if hashlib.sha256(got).digest() == hashlib.sha256(data).digest() else 'different')
                 PY
                 touch done
-                """.formatted(base, echoHost, echoPort);
-    }
-
-    private static InetAddress firstNonLoopbackIpv4() throws SocketException {
-        List<InetAddress> found = new ArrayList<>();
-        for (NetworkInterface nic : Collections.list(NetworkInterface.getNetworkInterfaces())) {
-            if (!nic.isUp() || nic.isLoopback()) {
-                continue;
-            }
-            for (InetAddress a : Collections.list(nic.getInetAddresses())) {
-                if (a instanceof Inet4Address && !a.isLoopbackAddress() && !a.isLinkLocalAddress()) {
-                    found.add(a);
-                }
-            }
-        }
-        if (found.isEmpty()) {
-            fail("this host has no non-loopback IPv4 address: the upstream must not be on loopback (policy refuses it)");
-        }
-        return found.getFirst();
+                """.formatted(base, RAW, echoPort, resolvedBase, API);
     }
 
     private static String text(Path file) {
