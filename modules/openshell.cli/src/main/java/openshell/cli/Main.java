@@ -289,10 +289,18 @@ public final class Main {
                         out.println("no sandboxes");
                         return;
                     }
-                    out.printf("%-24s %-12s %-10s %-22s %s%n", "NAME", "STATE", "DRIVER", "BACKEND", "CREATED");
+                    out.printf("%-24s %-12s %-12s %-10s %-22s %s%n", "NAME", "STATE", "OBSERVED", "DRIVER", "BACKEND",
+                            "CREATED");
                     for (JsonObject s : items) {
-                        out.printf("%-24s %-12s %-10s %-22s %s%n", s.getString("name"), s.getString("state"),
-                                s.getString("driver"), s.getString("backend"), s.getString("createdAt"));
+                        out.printf("%-24s %-12s %-12s %-10s %-22s %s%n", s.getString("name"), s.getString("state"),
+                                s.getString("observed", "-"), s.getString("driver"), s.getString("backend"),
+                                s.getString("createdAt"));
+                        // Why a sandbox failed, or what is seen of one that no longer runs as recorded.
+                        if (s.containsKey("failureCause")) {
+                            out.printf("  failed at %s: %s%n", s.getString("failedAt"), s.getString("failureCause"));
+                        } else if (!s.getString("observed", "RUNNING").equals("RUNNING")) {
+                            out.printf("  observed at %s: %s%n", s.getString("observedAt", "?"), s.getString("observedDetail", ""));
+                        }
                     }
                 });
             }

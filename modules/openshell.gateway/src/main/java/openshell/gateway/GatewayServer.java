@@ -39,10 +39,12 @@ public final class GatewayServer implements AutoCloseable {
     private final SessionHub sessions;
     private final ScheduledExecutorService timers;
     private final SandboxLifecycle lifecycle;
+    private final SandboxObserver observer;
 
     private GatewayServer(WebServer server, SandboxStore store, SessionHub sessions, ScheduledExecutorService timers,
-                          SandboxLifecycle lifecycle) {
+                          SandboxLifecycle lifecycle, SandboxObserver observer) {
         this.lifecycle = lifecycle;
+        this.observer = observer;
         this.server = server;
         this.store = store;
         this.sessions = sessions;
@@ -77,6 +79,7 @@ public final class GatewayServer implements AutoCloseable {
                 .name("openshell-gateway-timers").daemon(true).factory());
         SandboxLifecycle lifecycle = null;
         SessionHub sessions = null;
+        SandboxObserver observer = null;
         try {
             ProviderStore providers = store.providers(secrets);
             DriverEnvironment driverEnvironment = new DriverEnvironment(state.resolve("drivers"), config.driverSettings());
@@ -84,7 +87,8 @@ public final class GatewayServer implements AutoCloseable {
             AtomicReference<String> url = new AtomicReference<>();
             lifecycle = new SandboxLifecycle(store, providers, drivers, driverEnvironment,
                     config.defaultDriver(), sealers.create(issuer, url::get), sessions);
-            SandboxApi sandboxes = new SandboxApi(store, lifecycle, sessions);
+            observer = new SandboxObserver(store, lifecycle, sessions, Clock.systemUTC(), System.out);
+            SandboxApi sandboxes = new SandboxApi(store, lifecycle, sessions, observer);
             WebServer server = WebServer.builder()
                     .host(config.host())
                     .port(config.port())
@@ -101,8 +105,12 @@ public final class GatewayServer implements AutoCloseable {
                     .build()
                     .start();
             url.set("http://" + config.host() + ":" + server.port());
-            return new GatewayServer(server, store, sessions, timers, lifecycle);
+            observer.start();
+            return new GatewayServer(server, store, sessions, timers, lifecycle, observer);
         } catch (RuntimeException e) {
+            if (observer != null) {
+                observer.close();
+            }
             if (lifecycle != null) {
                 lifecycle.close();
             }
@@ -201,11 +209,18 @@ public final class GatewayServer implements AutoCloseable {
 
     @Override
     public void close() {
+        // First: no pass may judge a sandbox from sessions and drivers being closed under it.
+        observer.close();
         sessions.close();
         server.stop();
         lifecycle.close();
         timers.shutdownNow();
         store.close();
+    }
+
+    /** @return the observer, for tests of the code around it */
+    SandboxObserver observer() {
+        return observer;
     }
 
     /** @return the supervisor sessions, for tests of the code around them */

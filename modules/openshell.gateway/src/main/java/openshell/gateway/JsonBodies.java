@@ -2,11 +2,14 @@ package openshell.gateway;
 
 import java.io.StringWriter;
 import java.util.List;
+import java.util.Optional;
 
 import jakarta.json.Json;
 import jakarta.json.JsonArrayBuilder;
 import jakarta.json.JsonObject;
+import jakarta.json.JsonObjectBuilder;
 import jakarta.json.JsonWriter;
+import openshell.gateway.store.SandboxFailure;
 import openshell.gateway.store.SandboxRecord;
 
 /** JSON bodies of the REST API. Nothing secret is ever part of one. */
@@ -15,7 +18,12 @@ final class JsonBodies {
     }
 
     static JsonObject sandbox(SandboxRecord r) {
-        return Json.createObjectBuilder()
+        return sandbox(r, Optional.empty());
+    }
+
+    /** A sandbox with why and when it failed, if the gateway recorded that. */
+    static JsonObject sandbox(SandboxRecord r, Optional<SandboxFailure> failure) {
+        JsonObjectBuilder b = Json.createObjectBuilder()
                 .add("id", r.id().value())
                 .add("name", r.name())
                 .add("driver", r.driver())
@@ -26,8 +34,9 @@ final class JsonBodies {
                 .add("credentialEpoch", r.credentialEpoch())
                 .add("policyGeneration", r.policyGeneration())
                 .add("createdAt", r.createdAt().toString())
-                .add("updatedAt", r.updatedAt().toString())
-                .build();
+                .add("updatedAt", r.updatedAt().toString());
+        failure.ifPresent(f -> b.add("failedAt", f.failedAt().toString()).add("failureCause", f.cause()));
+        return b.build();
     }
 
     static JsonObject sandboxes(List<SandboxRecord> records) {

@@ -26,7 +26,9 @@ import jakarta.json.JsonReader;
 import jakarta.json.JsonString;
 import jakarta.json.JsonValue;
 import openshell.driver.DriverStatus;
+import openshell.gateway.store.SandboxFailure;
 import openshell.gateway.store.SandboxRecord;
+import openshell.gateway.store.SandboxState;
 import openshell.gateway.store.SandboxStore;
 import openshell.isolation.SandboxId;
 import openshell.policy.PolicyProblem;
@@ -54,17 +56,23 @@ final class SandboxApi {
     private final SandboxStore store;
     private final SandboxLifecycle lifecycle;
     private final SessionHub sessions;
+    private final SandboxObserver observer;
 
-    SandboxApi(SandboxStore store, SandboxLifecycle lifecycle, SessionHub sessions) {
+    SandboxApi(SandboxStore store, SandboxLifecycle lifecycle, SessionHub sessions, SandboxObserver observer) {
         this.store = store;
         this.lifecycle = lifecycle;
         this.sessions = sessions;
+        this.observer = observer;
     }
 
     void routing(HttpRouting.Builder r) {
         r.get("/v1/sandboxes", (req, res) -> GatewayServer.guarded(res, () -> {
             JsonArrayBuilder items = Json.createArrayBuilder();
-            store.list().forEach(s -> items.add(JsonBodies.sandbox(s)));
+            Map<String, SandboxFailure> failures = store.failures();
+            // What the observer last saw beside what is recorded (no driver call per listed sandbox).
+            store.list().forEach(s -> items.add(observed(JsonBodies.sandbox(s, Optional.ofNullable(failures.get(s.id().value()))
+                    .filter(f -> s.state() == SandboxState.FAILED && f.runtimeGeneration() == s.runtimeGeneration())),
+                    observer.latest(s.id()))));
             GatewayServer.send(res, Status.OK_200, Json.createObjectBuilder().add("sandboxes", items).build());
         }));
         r.post("/v1/sandboxes", (req, res) -> {
@@ -241,8 +249,9 @@ final class SandboxApi {
     }
 
     private JsonObject detailed(SandboxRecord record) {
-        DriverStatus observed = lifecycle.observe(record);
-        JsonObjectBuilder b = Json.createObjectBuilder(JsonBodies.sandbox(record));
+        // The session's state after the observation: a supervisor seen gone has its session ended.
+        DriverStatus observed = observer.observeNow(record);
+        JsonObjectBuilder b = Json.createObjectBuilder(JsonBodies.sandbox(record, store.failure(record)));
         b.add("observed", observed.phase().name()).add("observedDetail", observed.detail())
                 .add("sessionConnected", sessions.connected(record.id()));
         store.launchSpec(record.id()).map(LaunchSpec::fromJson).ifPresent(spec -> {
@@ -253,6 +262,14 @@ final class SandboxApi {
             b.add("agent", argv).add("workspace", spec.workspace()).add("providers", providers);
         });
         return b.build();
+    }
+
+    private static JsonObject observed(JsonObject sandbox, Optional<SandboxObserver.Observation> seen) {
+        if (seen.isEmpty()) {
+            return sandbox;
+        }
+        return Json.createObjectBuilder(sandbox).add("observed", seen.get().status().phase().name())
+                .add("observedDetail", seen.get().status().detail()).add("observedAt", seen.get().at().toString()).build();
     }
 
     private SandboxRecord find(ServerRequest req) {

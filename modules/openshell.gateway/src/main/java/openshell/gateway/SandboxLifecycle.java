@@ -59,6 +59,7 @@ final class SandboxLifecycle {
     private final SecureRandom random = new SecureRandom();
     private final ConcurrentHashMap<String, Long> sentGenerations = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<String, Object> policyLocks = new ConcurrentHashMap<>();
+    private final Transitions transitions = new Transitions();
 
     SandboxLifecycle(SandboxStore store, ProviderStore providers, DriverRegistry drivers,
                      DriverEnvironment driverEnvironment, String driverName, LaunchSealer sealer, SessionHub sessions) {
@@ -128,6 +129,15 @@ final class SandboxLifecycle {
     SandboxRecord create(String name, String policy, LaunchSpec spec) {
         requireValid(policy);
         SandboxId id = new SandboxId("sb-" + randomLabel());
+        Runnable done = transitions.begin(id);
+        try {
+            return create(id, name, policy, spec);
+        } finally {
+            done.run();
+        }
+    }
+
+    private SandboxRecord create(SandboxId id, String name, String policy, LaunchSpec spec) {
         String chosen = name.isEmpty() ? id.value() : name;
         if (store.findByName(chosen).isPresent()) {
             throw new GatewayException(Reason.CONFLICT, "a sandbox named '" + chosen + "' already exists");
@@ -160,6 +170,15 @@ final class SandboxLifecycle {
 
     /** Stops every process of the sandbox, keeping its workspace and record. */
     SandboxRecord stop(SandboxRecord record) {
+        Runnable done = transitions.begin(record.id());
+        try {
+            return stopping(record);
+        } finally {
+            done.run();
+        }
+    }
+
+    private SandboxRecord stopping(SandboxRecord record) {
         sessions.disconnect(record.id());
         driver(record).stop(record.id(), record.provisioned().state());
         sessions.note(record.id(), "stopped");
@@ -169,6 +188,15 @@ final class SandboxLifecycle {
 
     /** Launches a stopped sandbox again: new lineage, next generation, epoch 1 of that lineage. */
     SandboxRecord start(SandboxRecord record) {
+        Runnable done = transitions.begin(record.id());
+        try {
+            return starting(record);
+        } finally {
+            done.run();
+        }
+    }
+
+    private SandboxRecord starting(SandboxRecord record) {
         if (record.state() != SandboxState.STOPPED && record.state() != SandboxState.FAILED) {
             throw new GatewayException(Reason.CONFLICT, "sandbox " + record.name() + " is " + record.state()
                     + "; only a STOPPED or FAILED sandbox can be started");
@@ -189,6 +217,15 @@ final class SandboxLifecycle {
 
     /** The trusted cleanup path: the driver removes everything, supervisor or not, then the record goes. */
     void delete(SandboxRecord record) {
+        Runnable done = transitions.begin(record.id());
+        try {
+            deleting(record);
+        } finally {
+            done.run();
+        }
+    }
+
+    private void deleting(SandboxRecord record) {
         // The state alone, so a delete right after Running does not fail on the session's first epoch refresh.
         store.setState(record.id(), SandboxState.DELETING);
         sessions.disconnect(record.id());
@@ -201,10 +238,32 @@ final class SandboxLifecycle {
     /** @return what the driver observes of the sandbox now */
     DriverStatus observe(SandboxRecord record) {
         try {
-            return driver(record).status(record.id(), record.provisioned().state());
+            return driverStatus(record);
         } catch (DriverException e) {
             return new DriverStatus(DriverStatus.Phase.DEGRADED, "the driver cannot tell: " + e.getMessage());
         }
+    }
+
+    /**
+     * @return what the driver observes of the sandbox now
+     * @throws DriverException when it cannot tell (the observer then changes nothing)
+     */
+    DriverStatus driverStatus(SandboxRecord record) {
+        return driver(record).status(record.id(), record.provisioned().state());
+    }
+
+    /**
+     * The observer's trusted cleanup of a workload nothing else will end: the driver stops every
+     * process of the sandbox, keeping what start needs; the caller records why.
+     */
+    void terminate(SandboxRecord record) {
+        sessions.disconnect(record.id(), "the gateway stops what is left of the sandbox");
+        driver(record).stop(record.id(), record.provisioned().state());
+    }
+
+    /** @return the operations in progress, which the observer must not judge a sandbox during */
+    Transitions transitions() {
+        return transitions;
     }
 
     /**

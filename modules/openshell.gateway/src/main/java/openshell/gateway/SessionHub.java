@@ -111,7 +111,18 @@ final class SessionHub extends GatewaySessionGrpc.GatewaySessionImplBase {
      * @param id the sandbox
      */
     void disconnect(SandboxId id) {
-        Optional.ofNullable(live.get(id.value())).ifPresent(s -> s.end(Status.CANCELLED, "the sandbox is being stopped"));
+        disconnect(id, "the sandbox is being stopped");
+    }
+
+    /**
+     * Ends the sandbox's session for a reason of the gateway's own, such as a supervisor the
+     * driver sees gone: its stream may not report the dead connection for a long while.
+     *
+     * @param id     the sandbox
+     * @param reason what the sandbox's log says
+     */
+    void disconnect(SandboxId id, String reason) {
+        Optional.ofNullable(live.get(id.value())).ifPresent(s -> s.end(Status.CANCELLED, reason));
     }
 
     /** @return the kept log lines of a sandbox, oldest first (they outlive a gateway restart) */

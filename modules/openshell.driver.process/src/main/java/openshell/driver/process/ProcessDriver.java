@@ -224,12 +224,75 @@ final class ProcessDriver implements ComputeDriver {
             return new DriverStatus(DriverStatus.Phase.RUNNING, "runtime namespaces (pid " + t.holderPid()
                     + ") and supervisor (pid " + t.supervisorPid() + ") alive" + confinementWarning(id));
         }
+        List<DriverStatus.Part> parts = parts(id, t);
+        String seen = parts.stream().map(p -> p.name() + " " + p.detail()).collect(java.util.stream.Collectors.joining("; "));
         if (runtime || supervisor) {
-            return new DriverStatus(DriverStatus.Phase.DEGRADED, (runtime ? "supervisor" : "runtime") + " is gone");
+            return new DriverStatus(DriverStatus.Phase.DEGRADED, (runtime ? "supervisor" : "runtime") + " is gone ("
+                    + seen + ")", parts);
         }
         return Files.isDirectory(stateDir(id))
-                ? new DriverStatus(DriverStatus.Phase.STOPPED, "nothing runs; state kept")
-                : new DriverStatus(DriverStatus.Phase.GONE, "nothing of the sandbox is left");
+                ? new DriverStatus(DriverStatus.Phase.STOPPED, "nothing runs; state kept (" + seen + ")", parts)
+                : new DriverStatus(DriverStatus.Phase.GONE, "nothing of the sandbox is left", parts);
+    }
+
+    /**
+     * Each part as seen now, for a sandbox of which something is gone (never on the running path:
+     * it walks the host's processes). Inside the namespaces, the runtime is what was entered from
+     * outside (its parent is not in them); the workload is everything else but the holder.
+     */
+    private List<DriverStatus.Part> parts(SandboxId id, ProcessTopology t) {
+        List<DriverStatus.Part> parts = new ArrayList<>();
+        boolean supervisor = supervisor(t).isPresent();
+        parts.add(new DriverStatus.Part(DriverStatus.SUPERVISOR, supervisor, supervisor ? "(pid " + t.supervisorPid()
+                + ") alive" : "(pid " + t.supervisorPid() + ") ended: " + lastWords(stateDir(id).resolve("supervisor.log"))));
+        Optional<NamespaceHolder> holder = holder(t);
+        parts.add(new DriverStatus.Part(DriverStatus.NAMESPACES, holder.isPresent(), "holder (pid " + t.holderPid() + ") "
+                + (holder.isPresent() ? "alive" : "ended")));
+        List<Long> inside = holder.map(NamespaceHolder::processes).orElse(List.of());
+        long runtimes = 0;
+        long workload = 0;
+        for (long pid : inside) {
+            if (pid == t.holderPid()) {
+                continue;
+            }
+            long parent = ProcessHandle.of(pid).flatMap(ProcessHandle::parent).map(ProcessHandle::pid).orElse(-1L);
+            if (inside.contains(parent)) {
+                workload++;
+            } else {
+                runtimes++;
+            }
+        }
+        parts.add(new DriverStatus.Part(DriverStatus.RUNTIME, runtimes > 0, runtimes > 0 ? "alive" : "ended"));
+        parts.add(new DriverStatus.Part(DriverStatus.WORKLOAD, workload > 0, workload > 0 ? workload + " process(es) alive"
+                : "no process left"));
+        return parts;
+    }
+
+    /** Most of the end of a supervisor's log read for its last words. */
+    static final int LAST_WORDS_BYTES = 16 * 1024;
+
+    /**
+     * How the supervisor's last launch ended, in its own words (the agent's exit, a failed
+     * boundary), or that it left none: a supervisor killed by a signal says nothing.
+     */
+    static String lastWords(Path log) {
+        String tail;
+        try (java.io.RandomAccessFile f = new java.io.RandomAccessFile(log.toFile(), "r")) {
+            long from = Math.max(0, f.length() - LAST_WORDS_BYTES);
+            byte[] bytes = new byte[(int) (f.length() - from)];
+            f.seek(from);
+            f.readFully(bytes);
+            tail = new String(bytes, StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            return "its log cannot be read";
+        }
+        int ready = tail.lastIndexOf("\"ready\":true");
+        List<String> words = (ready < 0 ? tail : tail.substring(ready)).lines()
+                .filter(l -> l.startsWith("openshell-supervisor: the agent ended") || l.startsWith("openshell-supervisor: boundary failed")
+                        || l.startsWith("openshell-supervisor: stopped"))
+                .toList();
+        return words.isEmpty() ? "without a word in its log (killed by a signal?)"
+                : words.getLast().substring("openshell-supervisor: ".length());
     }
 
     private Provisioned launch(SandboxId id, int slot, LaunchPlan plan) {

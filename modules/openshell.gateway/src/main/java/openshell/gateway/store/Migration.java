@@ -19,7 +19,8 @@ record Migration(int version, String description) {
             new Migration(1, "sandbox records"),
             new Migration(2, "providers"),
             new Migration(3, "launch specifications"),
-            new Migration(4, "sandbox log lines"));
+            new Migration(4, "sandbox log lines"),
+            new Migration(5, "sandbox failures"));
 
     List<String> statements() {
         String resource = "migrations/V" + version + ".sql";

@@ -244,6 +244,67 @@ public final class SandboxStore implements AutoCloseable {
     }
 
     /**
+     * Records a launch FAILED if it is still as the caller observed it: the same row version (so
+     * no stop, start, delete, epoch refresh or policy change by this or another replica happened
+     * in between), and still PROVISIONING or RUNNING. The cause is kept beside the record.
+     *
+     * @param observed the record as read before the observation
+     * @param failure  why, for its runtime generation
+     * @return the record as stored afterwards, or empty if it had changed (nothing written then)
+     */
+    public Optional<SandboxRecord> fail(SandboxRecord observed, SandboxFailure failure) {
+        if (failure.runtimeGeneration() != observed.runtimeGeneration()) {
+            throw new GatewayException(Reason.INVALID, "the failure names runtime generation "
+                    + failure.runtimeGeneration() + ", the record " + observed.runtimeGeneration());
+        }
+        return inTransaction(tx -> {
+            long n = tx.update("UPDATE sandboxes SET state = ?, row_version = row_version + 1, updated_at = ? "
+                            + "WHERE id = ? AND row_version = ? AND runtime_generation = ? AND state IN (?, ?)",
+                    SandboxState.FAILED.name(), failure.failedAt().toEpochMilli(), observed.id().value(),
+                    observed.version(), observed.runtimeGeneration(), SandboxState.PROVISIONING.name(),
+                    SandboxState.RUNNING.name());
+            if (n != 1) {
+                return Optional.<SandboxRecord>empty();
+            }
+            tx.delete("DELETE FROM sandbox_failures WHERE sandbox_id = ?", observed.id().value());
+            tx.insert("INSERT INTO sandbox_failures (sandbox_id, runtime_generation, cause, failed_at) VALUES (?, ?, ?, ?)",
+                    observed.id().value(), failure.runtimeGeneration(), failure.cause(), failure.failedAt().toEpochMilli());
+            return tx.get("SELECT " + COLUMNS + " FROM sandboxes WHERE id = ?", observed.id().value())
+                    .map(SandboxStore::read);
+        });
+    }
+
+    /**
+     * @param record a sandbox
+     * @return why it is FAILED, if it is and the gateway recorded why for its current launch
+     */
+    public Optional<SandboxFailure> failure(SandboxRecord record) {
+        if (record.state() != SandboxState.FAILED) {
+            return Optional.empty();
+        }
+        return guarded(() -> db.execute().get("SELECT runtime_generation, cause, failed_at FROM sandbox_failures "
+                        + "WHERE sandbox_id = ?", record.id().value()).map(SandboxStore::readFailure))
+                .filter(f -> f.runtimeGeneration() == record.runtimeGeneration());
+    }
+
+    /** @return every recorded failure by sandbox id (of any launch: the caller matches the generation) */
+    public Map<String, SandboxFailure> failures() {
+        return guarded(() -> {
+            try (var rows = db.execute().query("SELECT sandbox_id, runtime_generation, cause, failed_at FROM sandbox_failures")) {
+                Map<String, SandboxFailure> out = new java.util.HashMap<>();
+                rows.forEach(r -> out.put(r.column(1).get(String.class), new SandboxFailure(r.column(2).get(Long.class),
+                        r.column(3).get(String.class), Instant.ofEpochMilli(r.column(4).get(Long.class)))));
+                return out;
+            }
+        });
+    }
+
+    private static SandboxFailure readFailure(DbRow row) {
+        return new SandboxFailure(row.column(1).get(Long.class), row.column(2).get(String.class),
+                Instant.ofEpochMilli(row.column(3).get(Long.class)));
+    }
+
+    /**
      * Raises the credential epoch to {@code epoch} if it is higher than the stored one and the
      * runtime generation still matches: a supervisor showed a valid token of a later epoch (minted
      * and delivered before a crash could record it). Never lowers it.
@@ -341,6 +402,7 @@ public final class SandboxStore implements AutoCloseable {
         return inTransaction(tx -> {
             tx.delete("DELETE FROM sandbox_logs WHERE sandbox_id = ?", id.value());
             tx.delete("DELETE FROM sandbox_launches WHERE sandbox_id = ?", id.value());
+            tx.delete("DELETE FROM sandbox_failures WHERE sandbox_id = ?", id.value());
             return tx.delete("DELETE FROM sandboxes WHERE id = ?", id.value()) == 1;
         });
     }
