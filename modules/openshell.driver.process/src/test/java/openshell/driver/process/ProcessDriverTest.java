@@ -62,7 +62,7 @@ class ProcessDriverTest {
         Files.setPosixFilePermissions(bin, PosixFilePermissions.fromString("rwxr-xr-x"));
         String record = "echo \"args: $*\"; echo \"nice: $(nice)\"; "
                 + "case \"$*\" in *--late-arguments*) echo '" + SparePool.WAITING + "';; esac; echo \"bundle: $(sha256sum | cut -d' ' -f1)\"; echo \"uid: $(id -u)\"; "
-                + "echo \"pidns: $(readlink /proc/self/ns/pid)\"; echo '{\"ready\":true}'; exec sleep 1000\n";
+                + "echo \"pidns: $(readlink /proc/self/ns/pid)\"; echo '{\"ready\":true,\"serving\":true}'; exec sleep 1000\n";
         Path supervisor = Files.writeString(bin.resolve("supervisor"), "#!/bin/sh\n" + record);
         Path runtime = Files.writeString(bin.resolve("runtime"), "#!/bin/sh\n" + record);
         for (Path p : List.of(supervisor, runtime)) {
@@ -186,6 +186,46 @@ class ProcessDriverTest {
         assertFalse(Files.exists(workspaceRoot.resolve("alpha")), "the driver's fresh workspace goes with the sandbox");
         assertFalse(Files.exists(slots.resolve("0")), "the id range is free again");
         driver.delete(id, p.state());
+    }
+
+    @Test
+    void aLaunchTheRuntimeRefusesFailsTheCreateWithItsReasonAndLeavesNothing() throws Exception {
+        // The runtime takes its bundle, then exits refusing (as for a Landlock hard requirement it cannot meet).
+        Files.writeString(tmp.resolve("bin/runtime"), "#!/bin/sh\ncat >/dev/null; echo '" + ProcessDriver.RUNTIME_REFUSAL
+                + "landlock.compatibility is hard_requirement, but this kernel cannot' >&2; exit 70\n");
+        DriverException e = assertThrows(DriverException.class, () -> driver.create(plan("refused", Map.of())));
+        assertEquals(DriverException.Kind.INVALID, e.kind());
+        assertEquals(ProcessDriver.REFUSED + "landlock.compatibility is hard_requirement, but this kernel cannot", e.getMessage());
+        assertFalse(Files.exists(runRoot.resolve("refused")), "no run directory is left");
+        assertFalse(Files.exists(stateRoot.resolve("process/sandboxes/refused")), "no state is left");
+        assertFalse(Files.exists(workspaceRoot.resolve("refused")), "no workspace is left");
+        try (var held = Files.list(slots)) {
+            assertEquals(List.of(), held.toList(), "no id range is held");
+        }
+    }
+
+    @Test
+    void aWorkloadIdOutsideTheSandboxesMappedRangeIsRefusedBeforeAnythingIsMade() {
+        for (WorkloadIdentity id : List.of(WorkloadIdentity.of((int) IdRange.SIZE, 1000), WorkloadIdentity.of(1000, 70_000))) {
+            LaunchPlan plan = new LaunchPlan(new SandboxContext(new SandboxId("unmapped"), SandboxSessionId.fresh(),
+                    PolicySnapshot.of(1, "version: 1\n".getBytes()), AgentSpec.of(List.of("/bin/true")), id), 1,
+                    LaunchMaterial.of(SUPERVISOR_BUNDLE, RUNTIME_BUNDLE), Map.of());
+            DriverException e = assertThrows(DriverException.class, () -> driver.create(plan));
+            assertEquals(DriverException.Kind.INVALID, e.kind());
+            assertTrue(e.getMessage().contains("run_as_user / run_as_group") && e.getMessage().contains("0-65535"), e.getMessage());
+            assertFalse(Files.exists(slots) && slots.toFile().list().length > 0, "no id range was taken");
+        }
+    }
+
+    @Test
+    void aRunningSandboxWhoseRuntimeRanBestEffortSaysSoInItsStatus() throws Exception {
+        Files.writeString(tmp.resolve("bin/runtime"), "#!/bin/sh\ncat >/dev/null; echo '" + ProcessDriver.CONFINEMENT_WARNING
+                + "LANDLOCK NOT FULLY ENFORCED (landlock.compatibility best_effort)' >&2; echo '{\"serving\":true}';"
+                + " exec sleep 1000\n");
+        Provisioned p = create("degraded");
+        DriverStatus status = driver.status(new SandboxId("degraded"), p.state());
+        assertEquals(DriverStatus.Phase.RUNNING, status.phase());
+        assertTrue(status.detail().endsWith("; LANDLOCK NOT FULLY ENFORCED (landlock.compatibility best_effort)"), status.detail());
     }
 
     @Test
