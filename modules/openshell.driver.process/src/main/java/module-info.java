@@ -56,6 +56,8 @@
  * <tr><td>{@code IdRange.SIZE}</td><td>65,536 ids</td><td>per sandbox</td></tr>
  * <tr><td>{@code IdRange.MAX_SLOTS}</td><td>50,277 sandboxes per host</td><td>UNAVAILABLE</td></tr>
  * <tr><td>{@code ProcessDriver.SUPERVISOR_KILL_TIMEOUT}</td><td>10 s</td><td>FAILED, reported</td></tr>
+ * <tr><td>{@code ProcessDriver.RUNTIME_VERDICT_WAIT}</td><td>120 s for the runtime to serve or refuse after its bundle</td><td>create FAILED, everything removed (a refusal: INVALID with the runtime's reason)</td></tr>
+ * <tr><td>{@code IdRange.SIZE} - 1</td><td>65,535: the highest workload uid or gid (run_as_user, run_as_group)</td><td>create refused (INVALID), nothing made</td></tr>
  * <tr><td>{@code ProcessDriver.MAX_SOCKET_PATH_BYTES}</td><td>106 bytes</td><td>create refused (INVALID), nothing made</td></tr>
  * <tr><td>{@code ProcessDriver.MAX_SPARES}</td><td>4 warm spares</td><td>the setting refused (INVALID)</td></tr>
  * <tr><td>{@code ProcessDriver.MAX_RENICE_PASSES}</td><td>5</td><td>FAILED: the claim is undone, the create launches cold</td></tr>

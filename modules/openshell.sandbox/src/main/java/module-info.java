@@ -38,7 +38,9 @@
  * <tr><td>{@code ProcessTree.REAP_RETRY} .. {@code REAP_INTERVAL}</td><td>20 ms doubling to 200 ms</td><td>while an ended child is one of our launches (its watcher reaps it), the orphan reaper looks again after this; otherwise it blocks in {@code waitid} and makes no wake-ups</td></tr>
  * <tr><td>{@code HandoffChannel.POLL}</td><td>5 s</td><td>the lane reader's wait between looks at whether the lane closed (a close shuts the socket down, which wakes it at once)</td></tr>
  * <tr><td>{@code StartupProbes.PROBE_WAIT}</td><td>10 s per probe step</td><td>the probe fails; exit 70</td></tr>
- * <tr><td>{@code StartupProbes.MIN_LANDLOCK_ABI}</td><td>5</td><td>the probe fails; exit 70</td></tr>
+ * <tr><td>{@code StaticConfinement.MAX_ACCOUNT_FILE_BYTES}</td><td>4 MiB of the workload's passwd or group</td><td>a named run_as refuses to serve, exit 70</td></tr>
+ * <tr><td>{@code StaticConfinement.MAX_DESCRIPTION_CHARS}</td><td>4096 characters of the confinement's status line</td><td>cut, ending in "..."</td></tr>
+ * <tr><td>{@code WorkloadConfinement.MAX_PATHS} (protocol)</td><td>256 Landlock paths</td><td>the bundle is refused, exit 64</td></tr>
  * <tr><td>{@code ControlThreads.MAX_CONTROL_THREADS}</td><td>256 control operations at once</td><td>the next is refused UNAVAILABLE without running (not recorded: retry with the same id)</td></tr>
  * <tr><td>{@code RuntimeService.MAX_WAIT_CALL}</td><td>1 h</td><td>a Wait call answers without an exit (still running);
  *     a shorter {@code max_wait_millis} of the request bounds it instead, so a caller's wait never holds a
@@ -118,8 +120,11 @@
  * supervisor's channel with the runtime bundle's TLS identity and token key
  * ({@code LaunchBundles}), serves {@code RuntimeService}, prints one JSON line with
  * {@code "serving":true}, and exits 0 when the boundary has ended and the supervisor left (or
- * after {@code ENDED_LINGER}). Workload processes run as the bundle's uid/gid under Landlock
- * ({@code WorkloadLaunch.READ_ONLY} host directories, the workspace writable) in a cgroup v2 leaf
+ * after {@code ENDED_LINGER}). Workload processes run as the policy's static sections say, resolved
+ * once before the first ({@code StaticConfinement}: the user and group, names from the workload's
+ * own passwd and group; Landlock over the policy's lists, or without a filesystem section the
+ * {@code WorkloadLaunch.READ_ONLY} host directories with the workspace writable; a hard requirement
+ * the kernel cannot meet refuses to serve, naming it) in a cgroup v2 leaf
  * under the runtime's own (delegated) cgroup, each process (the agent, every exec) in a leaf of
  * its own below it: terminating a process kills its leaf (it and everything it started, double
  * forks included) and nothing else; terminating the boundary kills the workload's leaf.
