@@ -1,5 +1,6 @@
 # Bypass attempts that need threads or exec, run as a workload process of a real sandbox; each
-# prints "name outcome". argv: the upstream's IPv4 address and port (python3 is not allowed there).
+# prints "name outcome". argv: the upstream's IPv4 address (its alias's stand-in) and port (python3 is
+# not allowed there).
 import errno, os, socket, sys, threading
 
 host, port = sys.argv[1], int(sys.argv[2])

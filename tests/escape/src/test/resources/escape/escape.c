@@ -1,8 +1,10 @@
 /*
  * Bypass attempts run as a workload process of a real sandbox; each prints "name outcome" (the
  * errno's name, or SUCCEEDED). argv: the runtime's pid (in the sandbox's pid namespace), the
- * upstream's IPv4 address and port: every TCP attempt aims at that upstream, whose policy allows
- * only another binary, so the test can also assert that no byte arrived there; the name of an
+ * upstream's IPv4 address (the stand-in DNS gives the sandbox for its operator alias) and port:
+ * every TCP attempt aims at that upstream, whose policy allows only another binary, so the test
+ * can also assert that no byte arrived there (one more aims at the port on 127.0.0.1, where the
+ * upstream really listens on the host: the sandbox's loopback is its own); the name of an
  * abstract Unix socket a host process listens on; and the id and key of a host shared-memory segment.
  */
 #define _GNU_SOURCE
@@ -82,6 +84,9 @@ int main(int argc, char **argv) {
     int tcp = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in remote = v4(upstream, port);
     report("tcp-connect-denied-binary", connect(socket(AF_INET, SOCK_STREAM, 0), (struct sockaddr *)&remote, sizeof remote));
+    struct sockaddr_in host_loopback = v4("127.0.0.1", port);
+    report("tcp-connect-host-loopback", connect(socket(AF_INET, SOCK_STREAM, 0), (struct sockaddr *)&host_loopback,
+                                                sizeof host_loopback));
     int nb = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
     report("tcp-nonblocking-connect", connect(nb, (struct sockaddr *)&remote, sizeof remote));
     report("tcp-sendto-with-address", sendto(tcp, "x", 1, 0, (struct sockaddr *)&remote, sizeof remote));

@@ -8,13 +8,10 @@ import java.io.File;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
-import java.net.Inet4Address;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.NetworkInterface;
 import java.net.ServerSocket;
 import java.net.Socket;
-import java.net.SocketException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -23,7 +20,6 @@ import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -48,10 +44,11 @@ import org.junit.jupiter.api.Test;
 /**
  * The escape suite in a real sandbox: the process driver starts the real supervisor and sandbox
  * runtime, whose agent runs every bypass attempt (a C program and a Python script) and then one
- * request the policy allows (curl). The upstream is a plain TCP server on the host's first
- * non-loopback IPv4 address, declared in the policy for {@code /usr/bin/curl} only, and every TCP
- * attempt aims at it: besides each attempt's errno, the upstream must have seen exactly one
- * connection, the allowed one.
+ * request the policy allows (curl). Loopback only ({@link Loopback}): the upstream is a plain TCP
+ * server on 127.0.0.1 behind an operator host alias, declared in the policy for {@code /usr/bin/curl}
+ * only (and {@code getent}, which resolves the alias's stand-in address for the attempts and never
+ * connects), and every TCP attempt aims at it: besides each attempt's errno, the upstream must have
+ * seen exactly one connection, the allowed one.
  */
 class EscapeTest {
     /** Longest wait for the agent (two JVM starts, gcc-built programs, 2 loaded cores). */
@@ -61,6 +58,8 @@ class EscapeTest {
     private static final Duration HELPER_WAIT = Duration.ofSeconds(60);
     private static final int WORKLOAD_ID = 1000;
     private static final String ALLOWED_BODY = "allowed-body-5c1e";
+    /** The upstream's name: an operator alias of 127.0.0.1. */
+    private static final String UPSTREAM = "upstream.escape.test";
 
     /** Each attempt of escape.c and attempts.py, and how it must fail. */
     private static Map<String, String> expected() {
@@ -77,6 +76,8 @@ class EscapeTest {
         e.put("ipv6-mapped-connect", "EACCES");
         e.put("ipv6-connect-undeclared", "EACCES");
         e.put("tcp-connect-denied-binary", "EACCES");
+        // The upstream's real address, the host's loopback: inside, loopback is the sandbox's own and nothing listens there.
+        e.put("tcp-connect-host-loopback", "ECONNREFUSED");
         e.put("tcp-nonblocking-connect", "EACCES");
         e.put("tcp-sendto-with-address", "EACCES");
         e.put("tcp-msg-fastopen", "EOPNOTSUPP");
@@ -132,19 +133,19 @@ class EscapeTest {
         if (!"root".equals(System.getProperty("user.name"))) {
             fail("this suite needs root: the process driver maps a private uid range for each sandbox");
         }
-        InetAddress host = firstNonLoopbackIpv4();
-        try (Upstream upstream = new Upstream(host); AbstractListener hostSocket = new AbstractListener();
+        Loopback.assertOnly();
+        try (Upstream upstream = new Upstream(InetAddress.getLoopbackAddress()); AbstractListener hostSocket = new AbstractListener();
              HostSharedMemory shm = new HostSharedMemory()) {
             // Control: the host's own processes reach it, so a refusal inside is the namespace's doing.
             hostSocket.connectFromHost();
             assertEquals(1, hostSocket.accepted(), "the host reaches its abstract socket");
-            run(host, upstream, hostSocket.name + " " + shm.id + " " + shm.key);
+            run(upstream, hostSocket.name + " " + shm.id + " " + shm.key);
             assertEquals(1, hostSocket.accepted(), "nothing in the sandbox reached the host's abstract socket");
         }
     }
 
     /** @param hostObjects the host's abstract socket name, shared-memory id and key, for escape's argv */
-    private static void run(InetAddress host, Upstream upstream, String hostObjects) throws Exception {
+    private static void run(Upstream upstream, String hostObjects) throws Exception {
         Path work = Path.of(System.getProperty("openshell.mains.work.dir"));
         Files.createDirectories(work);
         Path root = Files.createTempDirectory(work, "run");
@@ -166,7 +167,7 @@ class EscapeTest {
         // Setuid root, owned by host root: what an image's setuid program looks like from inside.
         compile("euid", workspace, "rwsr-xr-x");
         copyResource("attempts.py", workspace.resolve("attempts.py"));
-        Path agent = Files.writeString(workspace.resolve("agent.sh"), agentScript(host.getHostAddress(), upstream.port(), hostObjects));
+        Path agent = Files.writeString(workspace.resolve("agent.sh"), agentScript(upstream.port(), hostObjects));
         Files.setPosixFilePermissions(agent, PosixFilePermissions.fromString("rwxr-xr-x"));
 
         String policy = """
@@ -179,7 +180,8 @@ class EscapeTest {
                         protocol: tcp
                     binaries:
                       - path: /usr/bin/curl
-                """.formatted(host.getHostAddress(), upstream.port());
+                      - path: /usr/bin/getent
+                """.formatted(UPSTREAM, upstream.port());
         SandboxId id = new SandboxId("esc-" + Long.toHexString(System.nanoTime() & 0xffffff));
         SandboxSessionId session = SandboxSessionId.fresh();
         Map<String, String> env = Map.of("PATH", "/usr/bin:/bin", "HOME", workspace.toString(), "OUT", workspace.toString());
@@ -188,7 +190,7 @@ class EscapeTest {
         LaunchBundles.Minted minted = LaunchBundles.mint(LaunchBundles.Request.builder().sandboxId(id.value())
                 .sessionId(session.value()).generation(1).policyYaml(policy)
                 .agent(new LaunchBundles.Agent(argv, env, workspace.toString()))
-                .workload(WORKLOAD_ID, WORKLOAD_ID).build(), issuer, 1);
+                .workload(WORKLOAD_ID, WORKLOAD_ID).hostAlias(UPSTREAM, InetAddress.getLoopbackAddress()).build(), issuer, 1);
         ComputeDriver driver = DriverRegistry.load().driver("process", new DriverEnvironment(stateRoot, Map.of(
                 "supervisor.launcher", supervisorLauncher.toString(), "runtime.launcher", runtimeLauncher.toString(),
                 "run.root", runRoot.toString())));
@@ -237,14 +239,19 @@ class EscapeTest {
                     audit.toString());
             assertTrue(audit.stream().anyMatch(l -> l.contains("\"decision\":\"allow\"") && l.contains("/usr/bin/curl")),
                     audit.toString());
+            Loopback.assertDialledOnlyLoopback(text(supervisorLog));
         } finally {
             driver.delete(id, provisioned.state());
             Files.deleteIfExists(runRoot);
         }
     }
 
-    /** The agent: the C attempts, the Python attempts, the setuid exec, then the allowed request. */
-    private static String agentScript(String host, int port, String hostObjects) {
+    /**
+     * The agent: the C attempts, the Python attempts, the setuid exec, then the allowed request.
+     * The attempts aim at the address DNS gives the sandbox for the upstream's name (getent
+     * "hosts": getaddrinfo's AI_ADDRCONFIG would not ask with loopback only).
+     */
+    private static String agentScript(int port, String hostObjects) {
         return """
                 #!/bin/bash
                 exec >"$OUT/agent.log" 2>&1
@@ -257,12 +264,14 @@ class EscapeTest {
                     fi
                 done
                 echo "runtime pid: $RT"
-                ./escape "$RT" %1$s %2$d %3$s >escape.out; echo "escape exit $?"
-                /usr/bin/python3 attempts.py %1$s %2$d >python.out; echo "python exit $?"
+                UP=$(getent hosts %3$s | awk 'NR == 1 {print $1}')
+                echo "upstream stand-in: $UP"
+                ./escape "$RT" "$UP" %1$d %2$s >escape.out; echo "escape exit $?"
+                /usr/bin/python3 attempts.py "$UP" %1$d >python.out; echo "python exit $?"
                 ./euid >setuid.out; echo "euid exit $?"
-                curl -sS -o allowed.body -w '%%{http_code}' --max-time 60 http://%1$s:%2$d/allowed >allowed.code
+                curl -sS -o allowed.body -w '%%{http_code}' --max-time 60 http://%3$s:%1$d/allowed >allowed.code
                 touch done
-                """.formatted(host, port, hostObjects);
+                """.formatted(port, hostObjects, UPSTREAM);
     }
 
     private static void compile(String name, Path into, String mode) throws Exception {
@@ -294,7 +303,7 @@ class EscapeTest {
     }
 
     /**
-     * An abstract Unix socket bound in the host's network namespace by a host process (Java
+     * An abstract Unix socket bound in the test's network namespace by a host process (Java
      * cannot bind abstract names), counting the connections it accepts.
      */
     private static final class AbstractListener implements AutoCloseable {
@@ -484,24 +493,6 @@ class EscapeTest {
         Files.writeString(file, script);
         Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rwxr-xr-x"));
         return file;
-    }
-
-    private static InetAddress firstNonLoopbackIpv4() throws SocketException {
-        List<InetAddress> found = new ArrayList<>();
-        for (NetworkInterface nic : Collections.list(NetworkInterface.getNetworkInterfaces())) {
-            if (!nic.isUp() || nic.isLoopback()) {
-                continue;
-            }
-            for (InetAddress a : Collections.list(nic.getInetAddresses())) {
-                if (a instanceof Inet4Address && !a.isLoopbackAddress() && !a.isLinkLocalAddress()) {
-                    found.add(a);
-                }
-            }
-        }
-        if (found.isEmpty()) {
-            fail("this host has no non-loopback IPv4 address: the upstream must not be on loopback (policy refuses it)");
-        }
-        return found.getFirst();
     }
 
     private static String text(Path file) {
