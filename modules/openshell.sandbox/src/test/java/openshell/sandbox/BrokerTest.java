@@ -70,6 +70,51 @@ class BrokerTest {
         }
     }
 
+    /**
+     * The digest-cache attack of issue 33 through the real broker: the workload copies bash into a
+     * directory it owns, connects with it (allowed: the supervisor pins that copy's digest), rewrites
+     * it in place at the same size, sets its mtime back with {@code touch -d}, waits until the
+     * runtime would cache again, and connects once more: the runtime must report the new digest,
+     * and the pin must deny it.
+     */
+    @Test
+    void aBinaryRewrittenInPlaceWithItsMtimeSetBackIsIdentifiedByItsNewDigest(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+            throws Exception {
+        java.nio.file.Files.setPosixFilePermissions(dir, java.nio.file.attribute.PosixFilePermissions.fromString("rwxrwxrwx"));
+        java.nio.file.Path own = dir.resolve("own-bash");
+        String pinned = TestSandbox.sha256("/usr/bin/bash");
+        String settle = Double.toString(IdentityCapture.CTIME_SETTLE.toMillis() / 1000.0 + 0.5);
+        try (TestSandbox sandbox = new TestSandbox(); TestSandbox.Upstream upstream = new TestSandbox.Upstream()) {
+            ConcurrentLinkedQueue<PendingTcpOpen> seen = new ConcurrentLinkedQueue<>();
+            sandbox.supervise(open -> open.identity() instanceof IdentityResolution.Resolved r
+                    && r.identity().executable().sha256().equals(Optional.of(pinned)) ? Optional.empty()
+                    : Optional.of(DenyReason.POLICY), upstream.port(), seen);
+            String connect = own + " -c 'exec 3<>/dev/tcp/" + ALLOWED + "/80 && echo hi >&3 && read -r l <&3 && echo \"$l\"'";
+            String rewrite = "d = open('" + own + "', 'r+b').read(); i = d.index(b'GNU bash, version');"
+                    + " f = open('" + own + "', 'r+b'); f.seek(i); f.write(b'g'); f.close()";
+            TestSandbox.Outcome outcome = sandbox.run(sandbox.plan("/usr/bin/bash", List.of("bash", "-c", String.join("; ",
+                    "cp /usr/bin/bash " + own, "chmod 755 " + own, "sleep " + settle,
+                    connect + " || echo first-denied",
+                    "m=$(stat -c %y " + own + "); i=$(stat -c %i " + own + "); s=$(stat -c %s " + own + ")",
+                    "/usr/bin/python3 -c \"" + rewrite + "\"",
+                    "touch -d \"$m\" " + own,
+                    "[ \"$m|$i|$s\" = \"$(stat -c '%y|%i|%s' " + own + ")\" ] && echo same-mtime-inode-size",
+                    "sleep " + settle,
+                    connect + " || echo second-denied")))
+                    .landlock(openshell.linux.LaunchPlan.Mode.REQUIRED, List.of("/usr", "/lib", "/lib64", "/bin", "/etc", "/proc"),
+                            List.of("/dev/null", dir.toString()))
+                    .build());
+            assertEquals(List.of("echo:hi", "same-mtime-inode-size", "second-denied"),
+                    outcome.output().lines().filter(l -> !l.contains("Permission denied")).toList(), outcome.toString());
+            List<PendingTcpOpen> opens = List.copyOf(seen);
+            assertEquals(2, opens.size(), opens.toString());
+            assertEquals(Optional.of(pinned), resolved(opens.get(0)).executable().sha256());
+            assertEquals(own.toString(), resolved(opens.get(1)).path());
+            assertEquals(Optional.of(TestSandbox.sha256(own.toString())), resolved(opens.get(1)).executable().sha256(),
+                    "the rewritten binary's own digest, not the cached one");
+        }
+    }
+
     @Test
     void aNonBlockingConnectGetsEinprogressThenWritableAndCarriesBytes() throws Exception {
         try (TestSandbox sandbox = new TestSandbox(); TestSandbox.Upstream upstream = new TestSandbox.Upstream()) {
