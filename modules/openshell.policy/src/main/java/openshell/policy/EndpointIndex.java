@@ -75,7 +75,9 @@ final class EndpointIndex {
                 }
             }
         }
-        if (address != null && !ip.isEmpty()) {
+        // As upstream: an IP endpoint matches a connection dialled to that address, never a name
+        // that happens to resolve to it.
+        if (address != null && host == null && !ip.isEmpty()) {
             sources += add(ip.get(address), port, out);
         }
         if (sources > 1) {
