@@ -38,7 +38,15 @@ final class AuditLine {
     AuditLine decision(Decision d) {
         json.add("decision", d.allowed() ? "allow" : "deny");
         switch (d) {
-            case Decision.Allow a -> json.add("rule", a.rule().path()).add("inspection", a.inspection().name());
+            case Decision.Allow a -> {
+                json.add("rule", a.rule().path()).add("inspection", a.inspection().name());
+                // enforcement: audit forwarded what it would deny: the line says so in fields, not only in prose.
+                a.wouldDeny().ifPresent(n -> {
+                    JsonObjectBuilder would = JSON.createObjectBuilder().add("cause", n.cause().name());
+                    n.rule().ifPresent(r -> would.add("rule", r.path()));
+                    json.add("enforcement", "audit").add("wouldDeny", would);
+                });
+            }
             case Decision.Deny n -> {
                 json.add("cause", n.cause().name());
                 n.rule().ifPresent(r -> json.add("rule", r.path()));
