@@ -28,7 +28,11 @@ if [ "${1:-}" != "--only" ] || [[ "${2:-}" == *decision* ]]; then
     -Dsurefire.failIfNoSpecifiedTests=false -Dopenshell.policy.bench.seconds=20 >/dev/null
 fi
 echo "== the sandbox benchmark"
-exec "$JAVA_HOME/bin/java" -cp tests/perf/sandbox/target/classes openshell.perf.sandbox.SandboxBenchmark \
+# Loopback only: the harness, its server, resolver, gateways and sandboxes run in a network namespace
+# whose only interface is lo (the conformance kit's wrapper); nothing reaches another machine.
+export OPENSHELL_REAL_JAVA="$JAVA_HOME/bin/java"
+exec modules/openshell.isolation.conformance/loopback-only/bin/java \
+  -cp tests/perf/sandbox/target/classes openshell.perf.sandbox.SandboxBenchmark \
   --mode full "$@" \
   --osperf tests/perf/sandbox/target/osperf \
   --cli-lib modules/openshell.cli/target/lib \

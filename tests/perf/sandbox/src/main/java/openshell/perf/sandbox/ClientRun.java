@@ -243,6 +243,27 @@ final class ClientRun {
         }
     }
 
+    /** Every stdout line of a command that is not osperf (one that prints text), once it ended with exit 0. */
+    String awaitOutput() throws IOException, InterruptedException {
+        StringBuilder out = new StringBuilder();
+        while (true) {
+            long left = deadline - System.nanoTime();
+            Object line = left > 0 ? lines.poll(left, TimeUnit.NANOSECONDS) : null;
+            if (line == null) {
+                close();
+                throw new IOException(what + ": did not end before the deadline");
+            }
+            if (line == END) {
+                lines.add(END);
+                if (exit != 0) {
+                    throw new IOException(what + ": exit " + exit + (failure == null ? "" : ", " + failure) + "; stderr: " + stderr);
+                }
+                return out.toString();
+            }
+            out.append((String) line).append('\n');
+        }
+    }
+
     void close() {
         closed = true;
         try {

@@ -51,11 +51,14 @@ final class Gateway {
      * @param state the OPENSHELL_HOME of this run
      * @param env   launcher variables for the gateway
      * @param spares the process driver's warm spares ({@code --driver-setting spares=N})
+     * @param operator the operator's network options ({@code --host-alias}, {@code --upstream-resolver})
      */
-    static Gateway start(List<String> cli, Path state, Map<String, String> env, int spares) throws IOException, InterruptedException {
+    static Gateway start(List<String> cli, Path state, Map<String, String> env, int spares, List<String> operator)
+            throws IOException, InterruptedException {
         List<String> command = new ArrayList<>(cli);
         command.addAll(List.of("--state", state.toString(), "gateway", "start", "--background", "--port", "0",
                 "--driver-setting", "spares=" + spares));
+        command.addAll(operator);
         try {
             run(command, env, Duration.ofSeconds(120));
         } catch (IOException e) {

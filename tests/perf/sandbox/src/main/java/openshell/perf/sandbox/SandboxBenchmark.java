@@ -1,7 +1,6 @@
 package openshell.perf.sandbox;
 
 import java.io.IOException;
-import java.net.Inet4Address;
 import java.net.InetAddress;
 import java.net.NetworkInterface;
 import java.nio.charset.StandardCharsets;
@@ -30,6 +29,12 @@ import java.util.function.Function;
  * Budgets are reported next to the figures, never asserted; only correctness is (every denied
  * connection denied, no leak), and a violation makes the run exit non-zero after writing.
  *
+ * <p>Loopback only: the harness runs in a network namespace whose only interface is lo (run.sh and
+ * the pom start it through the conformance kit's {@code loopback-only/bin/java}, and it refuses to
+ * run elsewhere). Its server listens on 127.0.0.1, which sandboxes reach through the operator host
+ * alias {@link #UPSTREAM}; names are answered by its own {@link LoopbackResolver} on 127.0.0.1:53,
+ * which the direct side asks and the supervisors ask too ({@code --upstream-resolver}).
+ *
  * <pre>
  *   SandboxBenchmark --mode smoke|full --osperf FILE --cli-lib DIR --cli-jar JAR
  *       --supervisor-launcher FILE --runtime-launcher FILE --out FILE
@@ -51,7 +56,7 @@ public final class SandboxBenchmark {
     static final long STREAM_BYTES = 256L << 20;
     /** osperf's STREAM_TIMED: timed transfers of STREAM_BYTES per stream run, after its warm-up. */
     static final int OSPERF_STREAM_TIMED = 4;
-    /** DNS queries per side, after the first queries below (the direct side asks the host's resolver each time). */
+    /** DNS queries per side, after the first queries below (the direct side asks the harness's resolver each time). */
     static final int DNS_OPS = 500;
     /**
      * DNS queries a fresh sandbox answers, timed on their own ("first queries"), before the dns
@@ -116,8 +121,12 @@ public final class SandboxBenchmark {
     static final Duration RUN_DEADLINE = Duration.ofSeconds(300);
     /** The sandboxes' resolver relay, from inside (issue 5 design: 127.0.0.53). */
     static final String SANDBOX_RESOLVER = "127.0.0.53";
-    /** A name the host's resolver answers here (Maven Central's mirror is reachable). */
-    static final String DNS_NAME = "deb.debian.org";
+    /** The name the dns scenario asks: only the harness's {@link LoopbackResolver} knows it. */
+    static final String DNS_NAME = "name.perf.test";
+    /** What the resolver answers for it (TEST-NET-2: nothing dials it). */
+    static final InetAddress DNS_ANSWER = InetAddress.ofLiteral("198.51.100.7");
+    /** The server's name in the policy: an operator alias ({@code --host-alias}) of 127.0.0.1. */
+    static final String UPSTREAM = "upstream.perf.test";
 
     /** Budgets of issue 9. */
     static final double CONNECT_ADDED_MS = 0.3;
@@ -140,7 +149,11 @@ public final class SandboxBenchmark {
     private Path workspace;
     /** The run's OPENSHELL_HOME: the process driver keeps each sandbox's logs under it. */
     private Path home;
+    /** Where the server listens: 127.0.0.1, what the direct side dials. */
     private String address;
+    /** What DNS answers a sandbox for {@link #UPSTREAM} (the alias's stand-in): what the mediated side dials. */
+    private String standIn;
+    private LoopbackResolver resolver;
     private long echoPort;
     private long sinkPort;
     private long deniedPort;
@@ -172,31 +185,57 @@ public final class SandboxBenchmark {
     }
 
     /**
-     * The host-side address of the benchmark's server, the one place that chooses it: the host's
-     * first non-loopback IPv4, because the supervisor refuses loopback destinations. Once the
-     * gateway offers operator host aliases ({@code gateway start --host-alias NAME=ADDR}), this
-     * becomes loopback behind an alias name and the policy names the alias.
+     * Refuses to run outside a network namespace whose only interface is lo: there, no client,
+     * server, gateway or supervisor of the run can reach another machine or the host's resolver.
      */
-    static String upstreamAddress() throws IOException {
-        for (NetworkInterface nic : Collections.list(NetworkInterface.getNetworkInterfaces())) {
-            if (!nic.isUp() || nic.isLoopback()) {
-                continue;
-            }
-            for (InetAddress a : Collections.list(nic.getInetAddresses())) {
-                if (a instanceof Inet4Address && !a.isLoopbackAddress() && !a.isLinkLocalAddress()) {
-                    return a.getHostAddress();
-                }
-            }
+    static void requireLoopbackOnly() throws IOException {
+        List<String> names = NetworkInterface.networkInterfaces().map(NetworkInterface::getName).toList();
+        if (!names.equals(List.of("lo"))) {
+            throw new IOException("the benchmark runs only in a network namespace whose only interface is loopback"
+                    + " (tests/perf/sandbox/run.sh, or OPENSHELL_REAL_JAVA=... modules/openshell.isolation.conformance/"
+                    + "loopback-only/bin/java in front of it); this one has " + names);
         }
-        throw new IOException("no non-loopback IPv4 address on this host: the mediated path needs one (see upstreamAddress)");
     }
 
-    /** The host's first nameserver: the resolver the supervisor's lookups go to as well. */
-    static String hostResolver() throws IOException {
-        return Files.readAllLines(Path.of("/etc/resolv.conf")).stream().map(String::strip)
-                .filter(l -> l.startsWith("nameserver ")).map(l -> l.substring(11).strip())
-                .filter(a -> a.matches("\\d+\\.\\d+\\.\\d+\\.\\d+")).findFirst()
-                .orElseThrow(() -> new IOException("no IPv4 nameserver in /etc/resolv.conf"));
+    /**
+     * The gateway's operator options: the server's alias and the harness's resolver.
+     */
+    private List<String> operatorOptions() {
+        return List.of("--host-alias", UPSTREAM + "=" + address, "--upstream-resolver", resolver.endpoint());
+    }
+
+    /** The server's address for one side: 127.0.0.1 directly, the alias's stand-in through mediation. */
+    private String target(boolean mediated) {
+        return mediated ? standIn : address;
+    }
+
+    /**
+     * A mediated command that first asks the sandbox's DNS for {@link #UPSTREAM}, so the stand-in it
+     * dials is pinned to the alias (a pin lives the answer's TTL plus a grace of minutes; a run
+     * must not outlive it), then execs the command: its identity is the command's, as before.
+     */
+    private static List<String> resolvingFirst(List<String> argv) {
+        List<String> wrapped = new ArrayList<>(List.of("/bin/sh", "-c", "/usr/bin/getent hosts " + UPSTREAM + " >/dev/null; exec \"$@\"",
+                "resolving-first"));
+        wrapped.addAll(argv);
+        return wrapped;
+    }
+
+    /** Asks a sandbox's DNS for {@link #UPSTREAM}, as the workload sees it. */
+    private String resolveStandIn() throws IOException, InterruptedException {
+        String id = createRunning("perf-stand-in");
+        try {
+            ClientRun run = gateway.exec(id, List.of("/usr/bin/getent", "hosts", UPSTREAM), RUN_DEADLINE);
+            String out = run.awaitOutput().strip();
+            String first = out.split("\\s+", 2)[0];
+            if (!first.matches("\\d+\\.\\d+\\.\\d+\\.\\d+")) {
+                throw new IOException("the sandbox's DNS did not answer " + UPSTREAM + ": '" + out + "'");
+            }
+            return first;
+        } finally {
+            gateway.delete(id);
+            sandboxes.remove(id);
+        }
     }
 
     private String required(String name) {
@@ -238,7 +277,9 @@ public final class SandboxBenchmark {
             Files.copy(Path.of(required("--osperf")), osperf, StandardCopyOption.REPLACE_EXISTING);
             Files.setPosixFilePermissions(osperf, PosixFilePermissions.fromString("rwxr-xr-x"));
 
-            address = upstreamAddress();
+            requireLoopbackOnly();
+            address = InetAddress.getLoopbackAddress().getHostAddress();
+            resolver = new LoopbackResolver(Map.of(DNS_NAME, DNS_ANSWER));
             server = new ProcessBuilder(osperf.toString(), "serve", address).redirectError(ProcessBuilder.Redirect.DISCARD).start();
             Process s = server;
             ClientRun serverLines = new ClientRun("server", Duration.ofSeconds(30));
@@ -266,8 +307,12 @@ public final class SandboxBenchmark {
             home = Files.createDirectory(work.resolve("home"), PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
             gateway = Gateway.start(cli, home, Map.of("OPENSHELL_HOME", home.toString(),
                     "OPENSHELL_SUPERVISOR_LAUNCHER", absolute("--supervisor-launcher"),
-                    "OPENSHELL_RUNTIME_LAUNCHER", absolute("--runtime-launcher")), 0);
+                    "OPENSHELL_RUNTIME_LAUNCHER", absolute("--runtime-launcher")), 0, operatorOptions());
             log("gateway up");
+            if (network() || selected("scale") || selected("soak")) {
+                standIn = resolveStandIn();
+                log(UPSTREAM + " is " + standIn + " inside a sandbox");
+            }
 
             // A full run's tens of thousands of connects to one destination would otherwise measure
             // the host's ephemeral-port search, on both sides (TimeWaitReuse says why).
@@ -409,7 +454,8 @@ public final class SandboxBenchmark {
     private String policy() {
         return """
                 # The benchmark's policy: osperf (by its exact path) may reach the server's echo and sink
-                # ports and resolve one name; the server's third port is left out, so connects to it must fail.
+                # ports (an operator alias of 127.0.0.1) and resolve one name; the server's third port is
+                # left out, so connects to it must fail. getent resolves the alias before a run and never connects.
                 version: 1
                 filesystem_policy:
                   read_only: [/usr, /lib, /lib64, /etc, /bin, /sbin]
@@ -431,13 +477,14 @@ public final class SandboxBenchmark {
                         protocol: tcp
                     binaries:
                       - path: %s
-                """.formatted(address, echoPort, sinkPort, DNS_NAME, osperf);
+                      - path: /usr/bin/getent
+                """.formatted(UPSTREAM, echoPort, sinkPort, DNS_NAME, osperf);
     }
 
     /** A sandbox whose agent is osperf, its output to a file in the workspace; the file tells when it runs. */
     private String startAgent(String name, List<String> argv, Path output) throws IOException, InterruptedException {
         // The agent stays (sleep) after the client, so the sandbox and its processes outlive the run.
-        StringBuilder cmd = new StringBuilder();
+        StringBuilder cmd = new StringBuilder("/usr/bin/getent hosts " + UPSTREAM + " >/dev/null; ");
         argv.forEach(a -> cmd.append(a).append(' '));
         // Then an exit line, so a client that was cut off (killed, crashed) ends the harness's wait
         // at once with its status instead of at the deadline; the newline ends a half-written line.
@@ -486,14 +533,14 @@ public final class SandboxBenchmark {
         if (selected("tcp-connect")) {
             for (int c : new int[] {1, 16}) {
                 agentSide = true;
-                ab("tcp-connect", "concurrency " + c, side -> List.of("connect", address, str(echoPort),
+                ab("tcp-connect", "concurrency " + c, side -> List.of("connect", target(side), str(echoPort),
                         str(connectOps / ROUNDS), str(c), str(count("--connect-warmup", full ? CONNECT_WARMUP_OPS : 20))),
                         CONNECT_ADDED_MS);
             }
         }
         agentSide = false;
         if (selected("tcp-rr")) {
-            ab("tcp-rr", "64-byte request/response, one connection", side -> List.of("rr", address, str(echoPort),
+            ab("tcp-rr", "64-byte request/response, one connection", side -> List.of("rr", target(side), str(echoPort),
                     str(count("--rr-ops", full ? RR_OPS : 200) / ROUNDS), "64", str(full ? WARMUP_OPS : 20)), RR_ADDED_MS);
         }
         if (selected("tcp-stream")) {
@@ -501,16 +548,17 @@ public final class SandboxBenchmark {
             int[] connections = Arrays.stream(options.getOrDefault("--stream-conns", "1,8").split(","))
                     .mapToInt(Integer::parseInt).toArray();
             for (int c : connections) {
-                ab("tcp-stream", c + (c == 1 ? " connection" : " connections"), side -> List.of("stream", address, str(sinkPort),
+                ab("tcp-stream", c + (c == 1 ? " connection" : " connections"), side -> List.of("stream", target(side), str(sinkPort),
                         str(count("--stream-mib", (int) ((full ? STREAM_BYTES : STREAM_BYTES / 64) >> 20)) * 1048576L), str(c)), c == 1 ? STREAM_RATIO : Double.NaN);
             }
         }
         agentSide = false;
         if (selected("dns")) {
-            String resolver = hostResolver();
+            String direct = InetAddress.getLoopbackAddress().getHostAddress();
             firstQueries = List.of("dns", SANDBOX_RESOLVER, DNS_NAME, str(full ? DNS_FIRST_QUERIES : 5), "0");
             try {
-                ab("dns", "A " + DNS_NAME + " (direct: " + resolver + ")", side -> List.of("dns", side ? SANDBOX_RESOLVER : resolver,
+                ab("dns", "A " + DNS_NAME + " (direct: the harness's resolver on " + direct + ")", side -> List.of("dns",
+                        side ? SANDBOX_RESOLVER : direct,
                         DNS_NAME, str(count("--dns-ops", full ? DNS_OPS : 50) / ROUNDS), str(full ? 50 : 5)), DNS_ADDED_MS);
             } finally {
                 firstQueries = null;
@@ -590,7 +638,7 @@ public final class SandboxBenchmark {
                     quiet.add(awaitQuiet(agent));
                     Files.writeString(start, "go");
                 } else {
-                    run = mediated ? gateway.exec(netSandbox, argv, RUN_DEADLINE) : ClientRun.host(argv, RUN_DEADLINE);
+                    run = mediated ? gateway.exec(netSandbox, resolvingFirst(argv), RUN_DEADLINE) : ClientRun.host(argv, RUN_DEADLINE);
                 }
                 try {
                     run.await("ready");
@@ -754,7 +802,7 @@ public final class SandboxBenchmark {
         List<String> cli = List.of(java, "-p", absolute("--cli-lib") + ":" + absolute("--cli-jar"), "-m", "openshell.cli/openshell.cli.Main");
         Gateway warm = Gateway.start(cli, warmHome, Map.of("OPENSHELL_HOME", warmHome.toString(),
                 "OPENSHELL_SUPERVISOR_LAUNCHER", absolute("--supervisor-launcher"),
-                "OPENSHELL_RUNTIME_LAUNCHER", absolute("--runtime-launcher")), LIFECYCLE_SPARES);
+                "OPENSHELL_RUNTIME_LAUNCHER", absolute("--runtime-launcher")), LIFECYCLE_SPARES, operatorOptions());
         Map<Gateway, Map<String, List<Long>>> steps = new LinkedHashMap<>();
         try {
             log("second gateway up, " + LIFECYCLE_SPARES + " warm spare");
@@ -864,8 +912,8 @@ public final class SandboxBenchmark {
             Path release = workspace.resolve("release-" + level);
             List<ClientRun> holds = new ArrayList<>();
             for (String id : running) {
-                holds.add(gateway.exec(id, List.of(osperf.toString(), "hold", address, str(echoPort), str(HELD_CONNECTIONS),
-                        release.toString(), "600"), RUN_DEADLINE));
+                holds.add(gateway.exec(id, resolvingFirst(List.of(osperf.toString(), "hold", standIn, str(echoPort),
+                        str(HELD_CONNECTIONS), release.toString(), "600")), RUN_DEADLINE));
             }
             List<Long> connects = new ArrayList<>();
             try {
@@ -980,7 +1028,7 @@ public final class SandboxBenchmark {
     private void soak(int count, int ratePerSandbox, int seconds, Path go, List<String> ids, List<ClientRun> runs) throws Exception {
         for (int i = 0; i < count; i++) {
             Path output = workspace.resolve("soak-" + count + "-" + i + ".jsonl");
-            List<String> argv = List.of(osperf.toString(), "rate", address, str(echoPort), str(deniedPort), str(ratePerSandbox),
+            List<String> argv = List.of(osperf.toString(), "rate", standIn, str(echoPort), str(deniedPort), str(ratePerSandbox),
                     str(seconds), str(Math.min(SOAK_THREADS, Math.max(2, ratePerSandbox / 50))), go.toString());
             String id = startAgent("perf-soak-" + count + "-" + i, argv, output);
             ids.add(id);
@@ -1207,6 +1255,9 @@ public final class SandboxBenchmark {
         }
         if (server != null) {
             server.destroyForcibly();
+        }
+        if (resolver != null) {
+            resolver.close();
         }
         if (!options.containsKey("--keep")) {
             try (var files = Files.walk(work)) {

@@ -5,7 +5,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 
 /**
- * The host's {@code net.ipv4.tcp_tw_reuse} set to 1 for a full run, and put back after it.
+ * The {@code net.ipv4.tcp_tw_reuse} of the harness's network namespace (a sysctl of each
+ * namespace; since 2026-12-03 the harness's own, loopback-only one, no longer the host's) set to 1
+ * for a full run, and put back after it.
  *
  * <p>Why: every soak connect ends in TIME_WAIT (60 s) on the side that closes first, which for a
  * mediated connect is the supervisor's upstream socket and for a direct one the client's. With
@@ -45,7 +47,7 @@ record TimeWaitReuse(Path knob, String before, boolean changed, Thread onExit) i
 
     /** @return what the results say: the value used, and the host's own value if it was changed */
     String describe() {
-        return changed ? RUN_VALUE + " (host's " + before + ", restored after the run)" : before + " (host's own)";
+        return changed ? RUN_VALUE + " (the namespace's " + before + ", restored after the run)" : before + " (the namespace's own)";
     }
 
     @Override
