@@ -39,6 +39,21 @@
  * and every older token stays refused. The runtime generation does not change: it is the same
  * launch.
  *
+ * <h2>Observed failures</h2>
+ * Nothing restarts a dead supervisor, so a sandbox whose parts die must say so. The observer
+ * ({@code SandboxObserver}) asks the driver every {@code POLL_INTERVAL} what runs of each
+ * PROVISIONING or RUNNING sandbox; {@code list} and {@code get} show that observation beside the
+ * record, and a session whose supervisor is seen gone is ended at once. Once nothing of the
+ * workload runs (a killed supervisor's runtime terminated it, the runtime or the namespaces died,
+ * the agent exited) the record moves to FAILED with the cause and the time (kept beside it,
+ * {@code SandboxFailure}), and the sandbox's log and the gateway's log say so. A workload that
+ * nothing would end (supervisor and runtime gone, or still running past
+ * {@code WORKLOAD_TERMINATION_BOUND}) is stopped by the trusted cleanup path first. A sandbox being
+ * created, stopped, started or deleted is never judged ({@code Transitions}); a failure needs
+ * {@code CONFIRMATIONS} observations of one record version and is written only if the record is
+ * still that version, so a lifecycle operation of any replica wins. A store or driver error costs
+ * one pass.
+ *
  * <h2>Streamed exec: why a bidirectional HTTP/2 (gRPC) stream, not WebSocket</h2>
  * {@code openshell sandbox exec} and {@code sandbox connect} use {@code SandboxExec.Exec}
  * ({@code exec.proto}), one bidirectional gRPC stream per exec on the API port, authenticated
@@ -101,6 +116,18 @@
  * <tr><td>{@code ExecEndpoint.DEFAULT_CLIENT_OUTPUT_WINDOW}</td><td>256 KiB</td><td>the gateway waits for the caller's credit</td></tr>
  * <tr><td>{@code ExecEndpoint.MAX_CLIENT_OUTPUT_WINDOW}</td><td>4 MiB</td><td>a larger announced window is capped</td></tr>
  * <tr><td>{@code SandboxLogs.MAX_LINE_CHARS}</td><td>4096</td><td>the line is cut</td></tr>
+ * </table>
+ *
+ * <table>
+ * <caption>Bounds owned by the observer</caption>
+ * <tr><th>Constant</th><th>Value</th><th>At the bound</th></tr>
+ * <tr><td>{@code SandboxObserver.POLL_INTERVAL}</td><td>1 s between passes</td><td>the next pass looks again</td></tr>
+ * <tr><td>{@code SandboxObserver.CONFIRMATIONS}</td><td>2 failed observations of one record version</td><td>the record moves to FAILED (so within about 2 s of the workload's end)</td></tr>
+ * <tr><td>{@code SandboxObserver.STATUS_TIMEOUT}</td><td>5 s per driver status; one question per sandbox outstanding</td><td>"cannot tell": nothing changes, the pass goes on</td></tr>
+ * <tr><td>{@code SandboxObserver.MAX_OBSERVED_PER_PASS}</td><td>256 sandboxes</td><td>the rest are taken in turn by the next passes</td></tr>
+ * <tr><td>{@code SandboxObserver.WORKLOAD_TERMINATION_BOUND}</td><td>45 s DEGRADED with the workload running (the runtime's 30 s bound plus a margin)</td><td>the gateway stops what is left and records FAILED</td></tr>
+ * <tr><td>{@code SandboxObserver.CLOSE_WAIT}</td><td>10 s at gateway stop</td><td>a pass still running is abandoned, reported on standard output</td></tr>
+ * <tr><td>{@code SandboxFailure.MAX_CAUSE_CHARS}</td><td>4096</td><td>the cause is cut</td></tr>
  * </table>
  */
 module openshell.gateway {

@@ -32,8 +32,9 @@ import openshell.isolation.SandboxId;
  * The gateway's reconciler: every {@link #POLL_INTERVAL} it asks the driver what runs of each
  * PROVISIONING or RUNNING sandbox and records FAILED, with the cause and the time, once nothing
  * of its workload runs any more: its supervisor was killed (the runtime terminates the workload
- * within its own 30 s bound), its runtime or namespaces died, or its agent exited. The record
- * then says what is observed, the sandbox's log and the gateway's log say what happened, and a
+ * within its own 30 s bound), its runtime or namespaces died, or its agent exited. What is left
+ * is stopped first (a workload nobody would end; a holder that would keep {@code sandbox start}
+ * from launching it again). The record then says what is observed, the sandbox's log and the gateway's log say what happened, and a
  * session whose supervisor is gone is ended at once instead of waiting for HTTP/2 to notice.
  *
  * <p>It judges only what it saw while no create, stop, start or delete ran on the sandbox
@@ -80,6 +81,7 @@ final class SandboxObserver implements AutoCloseable {
     private final Map<String, Observation> latest = new ConcurrentHashMap<>();
     private final Map<String, Abnormal> abnormal = new ConcurrentHashMap<>();
     private final Map<String, CompletableFuture<DriverStatus>> asking = new ConcurrentHashMap<>();
+    private final Map<String, String> errors = new ConcurrentHashMap<>();
     private final ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor(
             Thread.ofPlatform().name("openshell-sandbox-observer").daemon(true).factory());
     private int cursor;
@@ -135,6 +137,7 @@ final class SandboxObserver implements AutoCloseable {
         lifecycle.transitions().retainOnly(ids);
         latest.keySet().retainAll(ids);
         abnormal.keySet().retainAll(ids);
+        errors.keySet().retainAll(ids);
         List<SandboxRecord> live = new ArrayList<>();
         for (SandboxRecord r : records) {
             if (r.state() == SandboxState.RUNNING || r.state() == SandboxState.PROVISIONING) {
@@ -150,10 +153,14 @@ final class SandboxObserver implements AutoCloseable {
             SandboxRecord r = live.get((start + i) % live.size());
             try {
                 observe(r);
+                errors.remove(r.id().value());
             } catch (RuntimeException e) {
-                // One sandbox's error (its store row, its driver) never holds up the others.
-                log.println("openshell gateway: observing sandbox " + r.name() + " (" + r.id() + ") failed: "
-                        + e.getMessage());
+                // One sandbox's error (its store row, its driver) never holds up the others; said once, not every pass.
+                String message = String.valueOf(e.getMessage());
+                if (!message.equals(errors.put(r.id().value(), message))) {
+                    log.println("openshell gateway: observing sandbox " + r.name() + " (" + r.id() + ") failed (retried every "
+                            + POLL_INTERVAL + "): " + message);
+                }
             }
         }
     }
@@ -194,10 +201,7 @@ final class SandboxObserver implements AutoCloseable {
         if (judged.isEmpty() || confirmations < CONFIRMATIONS) {
             return;
         }
-        Optional<SandboxRecord> failed = judged.get().terminate()
-                ? terminate(r, mark.getAsLong(), judged.get().cause(), now)
-                : lifecycle.transitions().ifQuietSince(r.id(), mark.getAsLong(),
-                        () -> store.fail(r, new SandboxFailure(r.runtimeGeneration(), judged.get().cause(), now)));
+        Optional<SandboxRecord> failed = fail(r, mark.getAsLong(), judged.get(), now);
         failed.ifPresent(f -> {
             String cause = store.failure(f).map(SandboxFailure::cause).orElse(judged.get().cause());
             abnormal.remove(r.id().value());
@@ -208,22 +212,28 @@ final class SandboxObserver implements AutoCloseable {
     }
 
     /**
-     * The trusted cleanup path for a workload nobody else will end (its supervisor and runtime are
-     * gone, or it outlived the runtime's bound), as a lifecycle operation of its own, so no other
-     * judgement runs meanwhile; then the record, if nothing else changed it.
+     * Stops what is left (the trusted cleanup path: a workload nobody else will end, or only the
+     * namespaces and state, so that {@code sandbox start} can launch it again) as a lifecycle
+     * operation of its own, so no other judgement runs meanwhile; then records FAILED, if nothing
+     * else changed the record. A stop that fails is said in the cause; the record moves all the same.
      */
-    private Optional<SandboxRecord> terminate(SandboxRecord r, long mark, String cause, Instant now) {
+    private Optional<SandboxRecord> fail(SandboxRecord r, long mark, Judgement judged, Instant now) {
         Optional<Runnable> claim = lifecycle.transitions().ifQuietSince(r.id(), mark,
                 () -> Optional.of(lifecycle.transitions().begin(r.id())));
         if (claim.isEmpty()) {
             return Optional.empty();
         }
         try {
-            lifecycle.terminate(r);
-            log.println("openshell gateway: sandbox " + r.name() + " (" + r.id() + "): the gateway stopped what was left of"
-                    + " it: " + cause);
-            return store.fail(r, new SandboxFailure(r.runtimeGeneration(), cause + "; the gateway stopped what was left"
-                    + " (trusted cleanup)", now));
+            String cause = judged.cause();
+            try {
+                lifecycle.terminate(r);
+                if (judged.terminate()) {
+                    cause += "; the gateway stopped what was left (trusted cleanup)";
+                }
+            } catch (RuntimeException e) {
+                cause += "; the gateway could not stop what is left (" + e.getMessage() + "; sandbox delete cleans up)";
+            }
+            return store.fail(r, new SandboxFailure(r.runtimeGeneration(), cause, now));
         } finally {
             claim.get().run();
         }

@@ -74,6 +74,8 @@ class SandboxObserverTest {
     private ScheduledExecutorService timers;
     private final ByteArrayOutputStream gatewayLog = new ByteArrayOutputStream();
     private final MovableClock clock = new MovableClock();
+    /** The sandboxes whose stop the driver double fails. */
+    private final List<String> failingStop = new java.util.concurrent.CopyOnWriteArrayList<>();
     /** The sandboxes the driver double was told to stop. */
     private final List<String> stopped = new java.util.concurrent.CopyOnWriteArrayList<>();
     /** What the driver double answers per sandbox id; absent means RUNNING. */
@@ -117,6 +119,9 @@ class SandboxObserverTest {
 
         @Override
         public void stop(SandboxId id, byte[] state) {
+            if (failingStop.contains(id.value())) {
+                throw new DriverException(DriverException.Kind.FAILED, "processes survived SIGKILL");
+            }
             stopped.add(id.value());
             answers.put(id.value(), i -> new DriverStatus(Phase.STOPPED, "nothing runs; state kept"));
         }
@@ -327,7 +332,7 @@ class SandboxObserverTest {
         assertEquals(SandboxState.FAILED, state(r));
         String cause = store.failure(store.find(r.id()).orElseThrow()).orElseThrow().cause();
         assertTrue(cause.contains("degraded for more than") && cause.contains("the gateway stopped what was left"), cause);
-        assertEquals(List.of(r.id().value()), stopped, "past the bound the gateway ends what is left itself");
+        assertTrue(stopped.contains(r.id().value()), "past the bound the gateway ends what is left itself");
     }
 
     @Test
@@ -343,6 +348,26 @@ class SandboxObserverTest {
         assertTrue(cause.contains("outlived its supervisor and runtime") && cause.contains("trusted cleanup"), cause);
         assertEquals(List.of(r.id().value()), stopped, "its runtime still runs and ends the other one's workload itself");
         assertEquals(SandboxState.RUNNING, state(waiting));
+    }
+
+    @Test
+    void whatIsLeftOfAFailedSandboxIsStoppedAndAStopThatFailsIsInTheCause() {
+        SandboxRecord r = recorded("leftover", SandboxState.RUNNING);
+        answers.put(r.id().value(), id -> WORKLOAD_TERMINATED);
+        observer.pass();
+        observer.pass();
+        assertEquals(List.of(r.id().value()), stopped, "its holder would keep a start from launching it again");
+        String cause = store.failure(store.find(r.id()).orElseThrow()).orElseThrow().cause();
+        assertFalse(cause.contains("trusted cleanup"), "nothing of the workload was left to end: " + cause);
+
+        SandboxRecord stuck = recorded("stuck", SandboxState.RUNNING);
+        answers.put(stuck.id().value(), id -> WORKLOAD_TERMINATED);
+        failingStop.add(stuck.id().value());
+        observer.pass();
+        observer.pass();
+        assertEquals(SandboxState.FAILED, state(stuck), "the record moves all the same");
+        cause = store.failure(store.find(stuck.id()).orElseThrow()).orElseThrow().cause();
+        assertTrue(cause.contains("the gateway could not stop what is left (processes survived"), cause);
     }
 
     @Test
