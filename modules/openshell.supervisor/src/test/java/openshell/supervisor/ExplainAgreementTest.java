@@ -1,0 +1,105 @@
+package openshell.supervisor;
+
+import static openshell.supervisor.Fixture.loopback;
+import static openshell.supervisor.Fixture.read;
+import static openshell.supervisor.Fixture.send;
+import static openshell.supervisor.Fixture.who;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.helidon.webserver.WebServer;
+import java.net.Socket;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import openshell.isolation.IdentityResolution;
+import openshell.policy.Destination;
+import openshell.policy.Policy;
+import openshell.policy.PolicyGeneration;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A property of the whole L7 path: for random methods and request targets (dot segments, encoded
+ * dots and slashes, {@code ..;}, doubled slashes, query strings), the live supervisor forwards a
+ * request exactly when {@code policy explain}'s question (the engine asked with the same binary,
+ * host, port, method and target) allows it.
+ */
+class ExplainAgreementTest {
+    /** Requests per run; the seed is in every failure, so a disagreement can be replayed. */
+    private static final int REQUESTS = 300;
+    private static final String[] METHODS = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"};
+    private static final String[] SEGMENTS = {"repos", "acme", "x", "issues", "admin", "a", "b", ".", "..", "%2e", "%2e%2e",
+        "..;", "", "%2F", "Repos", "z.json"};
+
+    private static String policy(int port) {
+        return """
+                version: 1
+                network_policies:
+                  api:
+                    endpoints:
+                      - host: api.test
+                        port: %1$d
+                        protocol: rest
+                        rules:
+                          - allow: {method: GET, path: "/repos/*/issues"}
+                          - allow: {method: POST, path: "/repos/**"}
+                          - allow: {method: PUT, path: "/a/**/b"}
+                          - allow: {method: OPTIONS, path: "**"}
+                          - allow: {method: GET, path: "/x/**"}
+                        deny_rules:
+                          - {method: POST, path: "/repos/*/admin/**"}
+                    binaries:
+                      - path: /usr/bin/curl
+                """.formatted(port);
+    }
+
+    @Test
+    void theLiveRelayForwardsExactlyWhatExplainAllows() throws Exception {
+        long seed = System.nanoTime();
+        Random random = new Random(seed);
+        WebServer upstream = Fixture.httpUpstream();
+        String yaml = policy(upstream.port());
+        PolicyGeneration explain = PolicyGeneration.first(Policy.parse(yaml));
+        IdentityResolution curl = who("/usr/bin/curl");
+        List<String> disagreements = new ArrayList<>();
+        int allowed = 0;
+        try (Fixture f = Fixture.start(yaml, b -> b.aliases(HostAliases.of(Fixture.aliasToLoopback("api.test"))))) {
+            f.resolve(curl, "api.test");
+            for (int i = 0; i < REQUESTS; i++) {
+                String method = METHODS[random.nextInt(METHODS.length)];
+                String target = target(random);
+                boolean expected = explain.decideRequest(curl, Destination.unresolved("api.test", upstream.port()), method, target)
+                        .allowed();
+                boolean forwarded;
+                try (Socket s = f.connect(curl, loopback(), upstream.port())) {
+                    String body = method.equals("POST") || method.equals("PUT") || method.equals("PATCH") ? "Content-Length: 0\r\n" : "";
+                    send(s, method + " " + target + " HTTP/1.1\r\nHost: api.test:" + upstream.port() + "\r\n" + body + "\r\n");
+                    Fixture.Response r = read(new HttpInput(s.getInputStream(), 4096), method);
+                    forwarded = r.status() == 200;
+                }
+                allowed += expected ? 1 : 0;
+                if (forwarded != expected) {
+                    disagreements.add(method + " " + target + ": explain " + (expected ? "allows" : "denies")
+                            + ", the relay " + (forwarded ? "forwarded it" : "refused it"));
+                }
+            }
+        } finally {
+            upstream.stop();
+        }
+        assertEquals(List.of(), disagreements, "seed " + seed + " (" + allowed + " of " + REQUESTS + " allowed by explain)");
+        // Both outcomes are exercised, or the property says little.
+        assertTrue(allowed >= REQUESTS / 10 && allowed <= REQUESTS - REQUESTS / 10, "seed " + seed + ": " + allowed + " allowed");
+    }
+
+    private static String target(Random random) {
+        StringBuilder b = new StringBuilder();
+        int n = 1 + random.nextInt(5);
+        for (int i = 0; i < n; i++) {
+            b.append('/').append(SEGMENTS[random.nextInt(SEGMENTS.length)]);
+        }
+        if (random.nextInt(4) == 0) {
+            b.append("?page=").append(random.nextInt(9)).append(random.nextBoolean() ? "&q=a/../b" : "");
+        }
+        return b.toString();
+    }
+}
