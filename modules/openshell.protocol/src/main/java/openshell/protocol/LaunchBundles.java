@@ -47,8 +47,9 @@ import openshell.protocol.wire.VerificationKey;
  * standard input; each main reads its own with {@link #read}, parses it with
  * {@link #runtimeBundle(byte[])} or {@link #supervisorBundle(byte[])}, and zeroes the bytes.
  * The split is the point: the runtime bundle carries only the runtime's TLS identity, the
- * gateway's public key, ids and the workload's uid/gid; tokens, policy and credentials go to
- * the supervisor only.
+ * gateway's public key, ids, the workload's uid/gid and its confinement (the policy's static
+ * sections, {@link WorkloadConfinement}); tokens, the policy itself and credentials go to the
+ * supervisor only.
  * Every malformed bundle is refused with {@link Refusal#BUNDLE_INVALID} and a message that
  * names the field but never a secret.
  */
