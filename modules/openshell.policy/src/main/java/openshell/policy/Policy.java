@@ -138,6 +138,14 @@ public final class Policy {
     }
 
     /**
+     * @return the {@code rest} endpoints with {@code enforcement: audit}, in document order: their
+     *         rules log would-be denials and never block (what {@code policy check} warns about)
+     */
+    public List<RuleRef> auditedEndpoints() {
+        return blocks.stream().flatMap(b -> b.endpoints().stream()).filter(e -> e.rest && !e.enforce).map(e -> e.ref).toList();
+    }
+
+    /**
      * @param other another policy
      * @return whether both have the same static sections (what a reload may not change)
      */

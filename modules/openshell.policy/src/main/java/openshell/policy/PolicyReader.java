@@ -64,8 +64,8 @@ final class PolicyReader {
      */
     private static final Map<String, String> UPSTREAM_ONLY = Map.ofEntries(
             Map.entry("network_middlewares", "middleware does not run here; remove the section"),
-            Map.entry("tls", "the supervisor relays TLS without terminating it; remove tls (a rest endpoint is inspected only"
-                    + " in plain HTTP or through the supervisor's proxy)"),
+            Map.entry("tls", "this engine has no TLS mode to choose; remove tls (a rest endpoint is inspected as the"
+                    + " supervisor relays it, a tcp endpoint never)"),
             Map.entry("allowed_ips", "address pinning is not implemented; private addresses are reachable only through an"
                     + " endpoint that names the exact host"),
             Map.entry("path", "endpoint selection by path is not implemented; put the path in the endpoint's rules"),
