@@ -20,7 +20,9 @@
  * <tr><td>{@code NetworkBroker.MAX_PENDING_DNS}</td><td>256 queries</td><td>the query is dropped; the resolver retries</td></tr>
  * <tr><td>{@code NetworkBroker.MAX_SENDMMSG_VECTOR}</td><td>1024 (UIO_MAXIOV)</td><td>the kernel sends no more in one call</td></tr>
  * <tr><td>{@code NetworkBroker.MAX_DNS_ASKERS}</td><td>1024 local ports</td><td>the least recently used attribution is forgotten; its queries arrive Unresolved</td></tr>
+ * <tr><td>{@code NetworkBroker.MAX_MEDIATED_PEERS}</td><td>2048 sockets</td><td>the least recently used is forgotten; its getpeername shows its loopback relay</td></tr>
  * <tr><td>{@code IdentityCapture.MAX_CACHED_DIGESTS}</td><td>1024</td><td>the least recently used digest is forgotten</td></tr>
+ * <tr><td>{@code IdentityCapture.CTIME_SETTLE}</td><td>2 s</td><td>a file changed more recently is hashed on every capture, not cached</td></tr>
  * <tr><td>{@code IdentityCapture.MAX_HASHED_BYTES}</td><td>1 GiB</td><td>the executable gets no digest</td></tr>
  * <tr><td>{@code DnsRelay.MAX_TCP_CLIENTS}</td><td>64</td><td>further TCP resolver connections are closed</td></tr>
  * <tr><td>{@code DnsRelay.TCP_IDLE_MILLIS}</td><td>10 s</td><td>an idle TCP resolver connection is closed</td></tr>

@@ -132,6 +132,33 @@ public final class TaskMemory {
         }
     }
 
+    /**
+     * Writes bytes into a task blocked in a notified call as seccomp_unotify(2) prescribes: its
+     * {@code /proc/<tid>/mem} is opened first, then the notification is checked, and only then
+     * written. A tid reused after the caller died (by any task, the runtime's own threads included)
+     * is never written to.
+     *
+     * @param tid     the blocked thread
+     * @param address the address in its memory
+     * @param source  the bytes
+     * @param length  1..{@link #MAX_TRANSFER}
+     * @param valid   whether the notification is still pending (SECCOMP_IOCTL_NOTIF_ID_VALID)
+     * @return bytes written, or -1 if the notification was no longer valid once the file was open
+     */
+    public int writeIfValid(int tid, long address, byte[] source, int length, java.util.function.BooleanSupplier valid) {
+        checkLength(length, source.length);
+        buffer.write(0, source, 0, length);
+        int fd = LibC.check(LibC.open(memPath(tid), O_RDWR | O_CLOEXEC, 0), "open(/proc/<tid>/mem)");
+        try {
+            if (!valid.getAsBoolean()) {
+                return -1;
+            }
+            return (int) LibC.check(LibC.pwrite(fd, bufferAddress, length, address), "pwrite(/proc/<tid>/mem)");
+        } finally {
+            LibC.close(fd);
+        }
+    }
+
     private static void checkLength(int length, int available) {
         if (length <= 0 || length > MAX_TRANSFER || length > available) {
             throw new LinuxException("task memory", Errno.EINVAL,

@@ -13,6 +13,8 @@ package openshell.linux;
  * <tr><td>{@code socket} of any other family (packet, vsock, ...)</td><td>EAFNOSUPPORT</td></tr>
  * <tr><td>{@code connect}, {@code bind}, {@code listen}, {@code sendmsg}, {@code sendmmsg}</td><td>notify</td></tr>
  * <tr><td>{@code sendto} with a destination address</td><td>notify; without one: allow</td></tr>
+ * <tr><td>{@code getpeername}</td><td>notify (a mediated socket's peer is its relay; the runtime answers
+ *     with the destination the workload connected to)</td></tr>
  * <tr><td>{@code io_uring_setup/enter/register}</td><td>EPERM (io_uring would bypass this filter)</td></tr>
  * <tr><td>{@code unshare} or {@code clone} with {@code CLONE_NEWUSER}</td><td>EPERM (a new user namespace would hand out capabilities again)</td></tr>
  * <tr><td>{@code clone3}</td><td>ENOSYS (its flags are behind a pointer; libc falls back to {@code clone})</td></tr>
@@ -34,6 +36,7 @@ public final class WorkloadFilter {
     static final int NR_SENDMSG = 46;
     static final int NR_BIND = 49;
     static final int NR_LISTEN = 50;
+    static final int NR_GETPEERNAME = 52;
     static final int NR_SOCKETPAIR = 53;
     static final int NR_SENDMMSG = 307;
     static final int NR_CLONE = 56;
@@ -76,6 +79,7 @@ public final class WorkloadFilter {
                 .jumpIfEqual(NR_LISTEN, "notify")
                 .jumpIfEqual(NR_SENDMSG, "notify")
                 .jumpIfEqual(NR_SENDMMSG, "notify")
+                .jumpIfEqual(NR_GETPEERNAME, "notify")
                 .jumpIfEqual(NR_SENDTO, "sendto")
                 .jumpIfEqual(NR_IO_URING_SETUP, "eperm")
                 .jumpIfEqual(NR_IO_URING_ENTER, "eperm")

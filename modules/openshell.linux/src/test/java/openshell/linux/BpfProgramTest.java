@@ -35,6 +35,7 @@ class BpfProgramTest {
         assertEquals(Seccomp.RET_ALLOW, program.evaluate(WorkloadFilter.NR_SOCKETPAIR, X86_64, 1, 1, 0));
         assertEquals(Seccomp.errno(Errno.EAFNOSUPPORT), program.evaluate(WorkloadFilter.NR_SOCKETPAIR, X86_64, 2, 1, 0));
         assertEquals(Seccomp.RET_USER_NOTIF, program.evaluate(WorkloadFilter.NR_BIND, X86_64));
+        assertEquals(Seccomp.RET_USER_NOTIF, program.evaluate(WorkloadFilter.NR_GETPEERNAME, X86_64));
         assertEquals(Seccomp.errno(Errno.EPERM), program.evaluate(WorkloadFilter.NR_IO_URING_ENTER, X86_64));
         for (int nr : new int[] {WorkloadFilter.NR_ADD_KEY, WorkloadFilter.NR_REQUEST_KEY, WorkloadFilter.NR_KEYCTL,
                 WorkloadFilter.NR_PERF_EVENT_OPEN, WorkloadFilter.NR_BPF, WorkloadFilter.NR_USERFAULTFD}) {

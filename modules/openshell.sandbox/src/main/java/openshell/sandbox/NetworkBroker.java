@@ -57,6 +57,12 @@ final class NetworkBroker implements NetworkMediationSource {
     static final int MAX_PENDING_DNS = 256;
     /** Local ports whose DNS queries are attributed to a binary; the least recently used is forgotten. */
     static final int MAX_DNS_ASKERS = 1024;
+    /**
+     * Mediated sockets whose destination getpeername answers with, by socket inode; the least
+     * recently used is forgotten (its getpeername then shows the relay, as before). Twice the
+     * relays: a closed socket's entry is not removed, only outlived.
+     */
+    static final int MAX_MEDIATED_PEERS = 2 * MAX_RELAYS;
     /** The DNS relay inside the workload's network namespace. */
     static final InetSocketAddress DNS_RELAY = new InetSocketAddress(address(127, 0, 0, 53), 53);
 
@@ -66,6 +72,7 @@ final class NetworkBroker implements NetworkMediationSource {
     static final int NR_SENDMSG = 46;
     static final int NR_BIND = 49;
     static final int NR_LISTEN = 50;
+    static final int NR_GETPEERNAME = 52;
     static final int NR_SENDMMSG = 307;
     static final int MSG_FASTOPEN = 0x20000000;
     /** The kernel's UIO_MAXIOV: sendmmsg never sends more messages in one call. */
@@ -93,6 +100,18 @@ final class NetworkBroker implements NetworkMediationSource {
     private volatile boolean closed;
     /** Whether a supervisor takes pending connections now; until the first one it is assumed (nothing runs yet). */
     private volatile boolean supervised = true;
+    /** What a mediated socket is connected to (its relay) and what its workload asked for. */
+    private record MediatedPeer(InetSocketAddress relay, byte[] destination) {
+    }
+
+    private final Map<Long, MediatedPeer> mediatedPeers = new LinkedHashMap<>(64, 0.75f, true) {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<Long, MediatedPeer> eldest) {
+            return size() > MAX_MEDIATED_PEERS;
+        }
+    };
     private final Map<Integer, IdentityResolution> dnsAskers = new LinkedHashMap<>(64, 0.75f, true) {
         private static final long serialVersionUID = 1L;
 
@@ -218,6 +237,7 @@ final class NetworkBroker implements NetworkMediationSource {
                 case NR_SOCKET, NR_LISTEN -> listener.respondContinue(id);
                 case NR_CONNECT -> onConnect(shared, n, memory);
                 case NR_BIND -> onBind(listener, n, memory);
+                case NR_GETPEERNAME -> onGetpeername(listener, n, memory);
                 case NR_SENDTO -> onSend(listener, id, "sendto", n.pid(), (int) n.argument(0), n.argument(3), n.argument(4), n.argument(5), memory);
                 case NR_SENDMSG -> onSendmsg(listener, n, memory);
                 case NR_SENDMMSG -> onSendmmsg(listener, n, memory);
@@ -351,6 +371,65 @@ final class NetworkBroker implements NetworkMediationSource {
             throw new IOException("not a socket: " + target);
         }
         return Long.parseLong(target.substring(8, target.length() - 1));
+    }
+
+    /**
+     * Called by TcpOpen once a workload socket is connected to its relay: from then on its
+     * getpeername shows {@code destination} (as a socket of {@code domain} shows it), not the relay.
+     */
+    void mediated(long socketInode, InetSocketAddress relay, int domain, InetSocketAddress destination) {
+        synchronized (mediatedPeers) {
+            mediatedPeers.put(socketInode, new MediatedPeer(relay, SocketCalls.encodeFor(domain, destination)));
+        }
+    }
+
+    /**
+     * getpeername on a mediated socket answers the destination the workload connected to (what the
+     * kernel would show without mediation), written into the caller's buffer as getpeername(2)
+     * does: at most {@code *addrlen} bytes, and the full length in {@code *addrlen}. Only a socket
+     * still connected to the relay it was given counts (an inode reused by another socket does
+     * not); any other call runs as made, since the kernel's own answer reveals nothing.
+     */
+    private void onGetpeername(SeccompListener listener, SeccompNotification n, TaskMemory memory) {
+        MediatedPeer peer;
+        try (Pidfd process = Pidfd.open(IdentityCapture.processOf(n.pid()));
+             OwnedFd socket = process.takeFd((int) n.argument(0))) {
+            synchronized (mediatedPeers) {
+                peer = mediatedPeers.get(socketInode(socket));
+            }
+            if (peer != null && !SocketCalls.peerAddress(socket.value()).map(peer.relay()::equals).orElse(false)) {
+                peer = null;
+            }
+        } catch (IOException | LinuxException e) {
+            // Not a socket, no such descriptor, or the caller is gone: the kernel answers (EBADF, ENOTSOCK, ...).
+            listener.respondContinue(n.id());
+            return;
+        }
+        if (peer == null) {
+            listener.respondContinue(n.id());
+            return;
+        }
+        byte[] length = new byte[Integer.BYTES];
+        if (n.argument(1) == 0 || n.argument(2) == 0 || memory.read(n.pid(), n.argument(2), length, length.length) != length.length) {
+            listener.respondErrno(n.id(), Errno.EFAULT);
+            return;
+        }
+        java.nio.ByteBuffer order = java.nio.ByteBuffer.wrap(length).order(java.nio.ByteOrder.nativeOrder());
+        int room = order.getInt(0);
+        if (room < 0) {
+            listener.respondErrno(n.id(), Errno.EINVAL);
+            return;
+        }
+        byte[] address = peer.destination();
+        int copied = Math.min(room, address.length);
+        order.putInt(0, address.length);
+        if (copied > 0 && memory.writeIfValid(n.pid(), n.argument(1), address, copied, () -> listener.isValid(n.id())) != copied
+                || memory.writeIfValid(n.pid(), n.argument(2), length, length.length, () -> listener.isValid(n.id())) != length.length) {
+            // Gone meanwhile (-1), or a buffer that is not wholly writable.
+            listener.respondErrno(n.id(), Errno.EFAULT);
+            return;
+        }
+        listener.respondValue(n.id(), 0);
     }
 
     private void onBind(SeccompListener listener, SeccompNotification n, TaskMemory memory) {

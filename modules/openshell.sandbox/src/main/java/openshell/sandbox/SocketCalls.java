@@ -203,6 +203,11 @@ final class SocketCalls {
      * @return 0, or the errno the kernel returned
      */
     static int connectMapped(int fd, InetSocketAddress ipv4) {
+        return connect(fd, encodeMapped(ipv4));
+    }
+
+    /** An IPv4 address and port as the IPv4-mapped sockaddr_in6 a dual-stack socket uses. */
+    static byte[] encodeMapped(InetSocketAddress ipv4) {
         byte[] mapped = new byte[16];
         mapped[10] = (byte) 0xff;
         mapped[11] = (byte) 0xff;
@@ -211,7 +216,12 @@ final class SocketCalls {
         b.putShort(0, (short) AF_INET6);
         b.order(ByteOrder.BIG_ENDIAN).putShort(2, (short) ipv4.getPort());
         b.put(8, mapped);
-        return connect(fd, b.array());
+        return b.array();
+    }
+
+    /** The sockaddr a socket of {@code domain} would show for {@code address} (mapped on an IPv6 socket). */
+    static byte[] encodeFor(int domain, InetSocketAddress address) {
+        return domain == AF_INET6 && address.getAddress() instanceof Inet4Address ? encodeMapped(address) : encode(address);
     }
 
     static byte[] encode(InetSocketAddress address) {

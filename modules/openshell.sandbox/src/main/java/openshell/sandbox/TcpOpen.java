@@ -208,6 +208,9 @@ final class TcpOpen implements PendingTcpOpen {
             listener.respondErrno(id, rc);
             throw new BackendException(BackendException.Kind.FAILED, "connect: " + Errno.name(rc));
         }
+        // Before the answer: a getpeername right after connect returns already shows the destination.
+        broker.mediated(socketIdentity.inode(), relayAddress, domain,
+                new InetSocketAddress(destination.address(), destination.port()));
         InetSocketAddress expected = SocketCalls.localAddress(socket.value())
                 .orElseThrow(() -> new BackendException(BackendException.Kind.FAILED, "socket has no local address"));
         answered = true;

@@ -115,6 +115,43 @@ class BrokerTest {
         }
     }
 
+    /**
+     * getpeername on a mediated socket shows the destination the workload connected to, not its
+     * loopback relay: on IPv4, on a dual-stack IPv6 socket (the mapped address), and into a buffer
+     * too short for it (truncated, the full length reported, as the kernel does). Sockets that are
+     * not mediated get the kernel's own answers.
+     */
+    @Test
+    void getpeernameOnAMediatedSocketShowsTheDestinationNotTheRelay() throws Exception {
+        try (TestSandbox sandbox = new TestSandbox(); TestSandbox.Upstream upstream = new TestSandbox.Upstream()) {
+            ConcurrentLinkedQueue<PendingTcpOpen> seen = new ConcurrentLinkedQueue<>();
+            sandbox.supervise(BrokerTest::allowOnly, upstream.port(), seen);
+            TestSandbox.Outcome outcome = sandbox.run(sandbox.python(String.join("\n",
+                    "import socket, ctypes, errno",
+                    "s = socket.create_connection(('" + ALLOWED + "', 80), timeout=30)",
+                    "print('v4', s.getpeername())",
+                    "s.sendall(b'peer\\n'); print(s.makefile().readline().strip())",
+                    "s6 = socket.socket(socket.AF_INET6); s6.settimeout(30); s6.connect(('::ffff:" + ALLOWED + "', 8080))",
+                    "print('mapped', s6.getpeername()[:2])",
+                    "libc = ctypes.CDLL(None, use_errno=True)",
+                    "buf = ctypes.create_string_buffer(b'\\xee' * 16); n = ctypes.c_uint32(4)",
+                    "rc = libc.getpeername(s.fileno(), buf, ctypes.byref(n))",
+                    "print('short', rc, n.value, buf.raw[:4].hex(), buf.raw[4:8].hex())",
+                    "srv = socket.socket(); srv.bind(('127.0.0.1', 0)); srv.listen(1)",
+                    "c = socket.create_connection(srv.getsockname(), timeout=30)",
+                    "print('local', c.getpeername() == srv.getsockname())",
+                    "for what, sock in [('unconnected', socket.socket()), ('file', open('/dev/null'))]:",
+                    "    r = libc.getpeername(sock.fileno(), buf, ctypes.byref(ctypes.c_uint32(16)))",
+                    "    print(what, r, errno.errorcode[ctypes.get_errno()])")).build());
+            assertEquals(new ChildExit(0, 0), outcome.exit(), outcome.toString());
+            // sockaddr_in: family 2 (little-endian), port 80 (big-endian); then the address bytes, left untouched.
+            assertEquals(List.of("v4 ('" + ALLOWED + "', 80)", "echo:peer", "mapped ('::ffff:" + ALLOWED + "', 8080)",
+                    "short 0 16 02000050 eeeeeeee", "local True", "unconnected -1 ENOTCONN", "file -1 ENOTSOCK"),
+                    outcome.output().lines().toList(), outcome.toString());
+            assertEquals(2, seen.size(), "two mediated connects: " + seen);
+        }
+    }
+
     @Test
     void aNonBlockingConnectGetsEinprogressThenWritableAndCarriesBytes() throws Exception {
         try (TestSandbox sandbox = new TestSandbox(); TestSandbox.Upstream upstream = new TestSandbox.Upstream()) {
@@ -244,7 +281,10 @@ class BrokerTest {
         }
     }
 
-    /** An IPv6-only socket cannot take a mapped relay: it gets one on ::1. */
+    /**
+     * An IPv6-only socket cannot take a mapped relay: it gets one on ::1 (seen in the netns's
+     * /proc/net/tcp6), while its getpeername shows the destination it connected to.
+     */
     @Test
     void anIpv6OnlySocketIsRelayedOverTheV6Loopback() throws Exception {
         try (TestSandbox sandbox = new TestSandbox(); TestSandbox.Upstream upstream = new TestSandbox.Upstream()) {
@@ -256,11 +296,13 @@ class BrokerTest {
                     "s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)",
                     "s.settimeout(30)",
                     "s.connect(('2001:db8::7', 443))",
-                    "print(s.getpeername()[0])",
+                    "print(s.getpeername()[:2])",
+                    "rows = [l.split() for l in open('/proc/net/tcp6').read().splitlines()[1:]]",
+                    "print('relay on ::1', any(r[2].startswith('00000000000000000000000001000000:') and r[3] == '01' for r in rows))",
                     "s.sendall(b'six\\n')",
                     "print(s.makefile().readline().strip())")).build());
             assertEquals(new ChildExit(0, 0), outcome.exit(), outcome.toString());
-            assertEquals(List.of("::1", "echo:six"), outcome.output().lines().toList());
+            assertEquals(List.of("('2001:db8::7', 443)", "relay on ::1 True", "echo:six"), outcome.output().lines().toList());
         }
     }
 
