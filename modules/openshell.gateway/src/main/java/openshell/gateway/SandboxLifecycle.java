@@ -147,7 +147,7 @@ final class SandboxLifecycle {
         String lineage = SandboxSessionId.fresh().value();
         SandboxContext context = new SandboxContext(id, new SandboxSessionId(lineage),
                 PolicySnapshot.of(1, policy.getBytes(StandardCharsets.UTF_8)), agent,
-                StaticSections.workload(Policy.parse(policy)));
+                StaticSections.workload(StaticSections.admitted(policy)));
         LaunchPlan plan = new LaunchPlan(context, 1, sealer.seal(context, 1, 1, credentials(spec)), spec.driverOptions());
         Provisioned provisioned = driver.create(plan);
         Instant now = Instant.now().truncatedTo(ChronoUnit.MILLIS);
@@ -207,7 +207,7 @@ final class SandboxLifecycle {
         SandboxRecord next = record.relaunched(lineage);
         SandboxContext context = new SandboxContext(record.id(), new SandboxSessionId(lineage),
                 PolicySnapshot.of(next.policyGeneration(), next.policyDocument().getBytes(StandardCharsets.UTF_8)),
-                withProviders(spec), StaticSections.workload(Policy.parse(record.policyDocument())));
+                withProviders(spec), StaticSections.workload(StaticSections.admitted(record.policyDocument())));
         LaunchPlan plan = new LaunchPlan(context, next.runtimeGeneration(),
                 sealer.seal(context, next.runtimeGeneration(), 1, credentials(spec)), spec.driverOptions());
         Provisioned provisioned = driver(record).start(record.id(), record.provisioned().state(), plan);

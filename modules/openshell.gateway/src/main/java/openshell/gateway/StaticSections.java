@@ -9,6 +9,7 @@ import openshell.policy.AccountRef;
 import openshell.policy.FilesystemPolicy;
 import openshell.policy.LandlockCompatibility;
 import openshell.policy.Policy;
+import openshell.policy.PolicyException;
 import openshell.protocol.WorkloadConfinement;
 
 /**
@@ -34,7 +35,22 @@ final class StaticSections {
 
     /** As above, for a launch's context (its policy was admitted when it was created). */
     static WorkloadConfinement confinement(SandboxContext context) {
-        return confinement(Policy.parse(new String(context.policy().document(), StandardCharsets.UTF_8)));
+        return confinement(admitted(new String(context.policy().document(), StandardCharsets.UTF_8)));
+    }
+
+    /**
+     * @param document a policy the gateway admitted (at create, or loaded since)
+     * @return it, parsed
+     * @throws GatewayException INVALID if it no longer passes {@code policy check} (a stricter
+     *                          engine than the one that admitted it): nothing is launched with it
+     */
+    static Policy admitted(String document) {
+        try {
+            return Policy.parse(document);
+        } catch (PolicyException e) {
+            throw new GatewayException(GatewayException.Reason.INVALID, "the sandbox's policy no longer passes policy check,"
+                    + " so its static sections cannot be applied: " + e.getMessage());
+        }
     }
 
     /**

@@ -51,6 +51,14 @@ class StaticSectionsTest {
     }
 
     @Test
+    void aRecordedPolicyThatNoLongerPassesIsRefusedNotLaunched() {
+        GatewayException e = org.junit.jupiter.api.Assertions.assertThrows(GatewayException.class,
+                () -> StaticSections.admitted("version: 1\nfilesystem_policy: {read_only: []}\n"));
+        assertEquals(GatewayException.Reason.INVALID, e.reason());
+        org.junit.jupiter.api.Assertions.assertTrue(e.getMessage().contains("grants nothing"), e.getMessage());
+    }
+
+    @Test
     void theSealedRuntimeBundleCarriesTheConfinementAndTheIdentity() {
         SandboxContext context = new SandboxContext(new SandboxId("sb-static"), SandboxSessionId.fresh(),
                 PolicySnapshot.of(1, POLICY.getBytes(StandardCharsets.UTF_8)), new AgentSpec(List.of("/bin/true"), Map.of(), "/"),
