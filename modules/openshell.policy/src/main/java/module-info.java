@@ -27,7 +27,12 @@
  * <tr><td>{@code MAX_PATH_PATTERN_LENGTH}</td><td>1024 characters per rule path</td><td>rejected</td></tr>
  * <tr><td>{@code MAX_METHOD_LENGTH}</td><td>32 characters per HTTP method</td><td>rejected in a rule; the request is denied (MALFORMED_REQUEST)</td></tr>
  * <tr><td>{@code MAX_REQUEST_TARGET_LENGTH}</td><td>8192 characters per HTTP request target</td><td>the request is denied (MALFORMED_REQUEST)</td></tr>
+ * <tr><td>{@code MAX_QUERY_CONDITIONS}</td><td>32 parameters named in one rule's {@code query}</td><td>rejected</td></tr>
+ * <tr><td>{@code MAX_QUERY_PARAMETERS}</td><td>256 parameters decoded from one request's query</td><td>the request is denied (MALFORMED_REQUEST), only when a rule reads the query</td></tr>
+ * <tr><td>{@code WorkloadPaths.MAX_SYMLINK_HOPS}</td><td>40 symlinks followed per binary path</td><td>the path is matched as written</td></tr>
  * </table>
+ * A wildcard host has at least three labels ({@code HostNames.MIN_WILDCARD_LABELS}, upstream's
+ * rule). The schema is upstream OpenShell's version 1; {@code docs/policy.md} is its reference.
  * Host names follow DNS: at most 63 characters per label and 253 per name, in policies and in
  * requests; a longer name is rejected in a policy and denied (MALFORMED_REQUEST) in a request.
  */

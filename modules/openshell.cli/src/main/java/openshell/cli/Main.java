@@ -65,10 +65,12 @@ public final class Main {
               policy set NAME --policy FILE [--wait]               replace a running sandbox's policy: sends it;
                                                                    with --wait prints LOADED, or FAILED (exit 1)
                                                                    and why
-              policy check --policy FILE                           validate; problems with line numbers
-              policy explain --policy FILE --binary PATH [--sha256 HEX] [--ancestor PATH]...
-                             --host H --port P [--method M --path P]
-                                                                   the decision and the rule or reason
+              policy check --policy FILE                           validate; problems with line numbers, then
+                                                                   where this engine is stricter (DNS per binary)
+              policy explain --policy FILE --binary PATH [--sha256 HEX] [--ancestor PATH[@sha256:HEX]]...
+                             --host H [--address IP] --port P [--method M --path TARGET?QUERY]
+                             [--workload-root DIR]                 the decision, its rule and block, as live
+                                                                   (docs/policy.md)
               version
 
             state: --state, else $OPENSHELL_HOME, else ~/.openshell
