@@ -9,4 +9,7 @@ open module openshell.tests.escape {
     requires openshell.isolation;
     requires openshell.protocol;
     requires org.junit.jupiter.api;
+
+    // Every test class fails outside the loopback-only network namespace (JUnit autodetects it).
+    provides org.junit.jupiter.api.extension.Extension with openshell.tests.escape.LoopbackOnlyExtension;
 }

@@ -10,4 +10,7 @@ open module openshell.tests.sandbox {
     requires openshell.protocol;
     requires org.junit.jupiter.api;
     requires jdk.httpserver;
+
+    // Every test class fails outside the loopback-only network namespace (JUnit autodetects it).
+    provides org.junit.jupiter.api.extension.Extension with openshell.tests.sandbox.LoopbackOnlyExtension;
 }
