@@ -772,9 +772,8 @@ final class PolicyReader {
     /**
      * Refuses what upstream refuses as ambiguous: a {@code tcp} and a {@code rest} endpoint that
      * can match the same host and port, and inspected endpoints that disagree on enforcement.
-     * Overlap is found between equal patterns, an exact host and a pattern matching it, and equal
-     * addresses; two different wildcard patterns that overlap are decided at run time (inspected,
-     * and enforced if either enforces).
+     * Hosts overlap when some name matches both (exact names, patterns, through wildcards alike);
+     * addresses when they are equal.
      */
     private void ambiguities(List<NetworkModel.Block> blocks) {
         List<NetworkModel.Endpoint> all = new ArrayList<>();
@@ -819,7 +818,7 @@ final class PolicyReader {
             };
             case HostNames.Wildcard x -> switch (b) {
                 case HostNames.Exact y -> x.matches(y.name());
-                case HostNames.Wildcard y -> x.source().equalsIgnoreCase(y.source());
+                case HostNames.Wildcard y -> x.glob().intersects(y.glob());
                 case HostNames.Ip y -> false;
             };
         };

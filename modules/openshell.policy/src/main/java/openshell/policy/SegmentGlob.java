@@ -132,6 +132,64 @@ final class SegmentGlob {
         return p == m;
     }
 
+    /**
+     * Whether some sequence of segments matches both globs: a walk over both token lists at once
+     * (each {@code MANY} may consume the other's tokens), memoized, so at most tokens x tokens steps.
+     *
+     * @param other another glob over the same kind of segments
+     * @return whether their languages intersect
+     */
+    boolean intersects(SegmentGlob other) {
+        return intersects(other, 0, 0, new byte[tokens.length + 1][other.tokens.length + 1]);
+    }
+
+    /** @param memo 0 unknown, 1 yes, 2 no */
+    private boolean intersects(SegmentGlob o, int i, int j, byte[][] memo) {
+        if (memo[i][j] != 0) {
+            return memo[i][j] == 1;
+        }
+        boolean r;
+        int n = tokens.length;
+        int m = o.tokens.length;
+        if (i == n && j == m) {
+            r = true;
+        } else if (i < n && tokens[i] == MANY) {
+            r = intersects(o, i + 1, j, memo) || (j < m && intersects(o, i, j + 1, memo));
+        } else if (j < m && o.tokens[j] == MANY) {
+            r = intersects(o, i, j + 1, memo) || (i < n && intersects(o, i + 1, j, memo));
+        } else if (i < n && j < m) {
+            r = segmentsIntersect(i, o, j) && intersects(o, i + 1, j + 1, memo);
+        } else {
+            r = false;
+        }
+        memo[i][j] = (byte) (r ? 1 : 2);
+        return r;
+    }
+
+    /** Whether one segment can match both tokens (neither is MANY). */
+    private boolean segmentsIntersect(int i, SegmentGlob o, int j) {
+        String a = tokens[i];
+        String b = o.tokens[j];
+        if (a == ONE || b == ONE) {
+            return true;
+        }
+        if (!inner[i] && !o.inner[j]) {
+            return a.equals(b);
+        }
+        if (!inner[i]) {
+            return innerMatches(b, a);
+        }
+        if (!o.inner[j]) {
+            return innerMatches(a, b);
+        }
+        // Both have a '*': a common string exists iff their literal prefixes and suffixes agree.
+        String pa = a.substring(0, a.indexOf('*'));
+        String pb = b.substring(0, b.indexOf('*'));
+        String sa = a.substring(a.lastIndexOf('*') + 1);
+        String sb = b.substring(b.lastIndexOf('*') + 1);
+        return (pa.startsWith(pb) || pb.startsWith(pa)) && (sa.endsWith(sb) || sb.endsWith(sa));
+    }
+
     @Override
     public String toString() {
         return source;

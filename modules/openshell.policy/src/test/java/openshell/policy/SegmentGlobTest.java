@@ -71,4 +71,36 @@ class SegmentGlobTest {
         String star = "*a".repeat(200);
         assertTimeoutPreemptively(Duration.ofSeconds(10), () -> assertFalse(SegmentGlob.innerMatches(star, "a".repeat(4000) + "b")));
     }
+
+    @ParameterizedTest
+    @CsvSource({
+            "*.example.com, **.example.com, true",
+            "*.a.example.com, *.b.example.com, false",
+            "api.*.example.com, *.x.example.com, true",
+            "*-api.example.com, x-*.example.com, true",
+            "*-api.example.com, *-web.example.com, false",
+            "a*.example.com, b*.example.com, false",
+            "**.example.com, **.example.org, false",
+            "**.b.example.com, a.**.example.com, true",
+            "api.example.com, *.example.com, true",
+            "api.example.com, *.*.example.com, false",
+    })
+    void hostPatternsIntersectWhenSomeNameMatchesBoth(String a, String b, boolean expected) {
+        java.util.List<String> problems = new java.util.ArrayList<>();
+        assertEquals(expected, hostGlob(a).intersects(hostGlob(b)), a + " & " + b);
+        assertEquals(expected, hostGlob(b).intersects(hostGlob(a)), b + " & " + a + " (symmetric)");
+        assertTrue(problems.isEmpty());
+    }
+
+    /** Host labels as tokens; "**" written anywhere is MANY here, to exercise the walk on both sides. */
+    private static SegmentGlob hostGlob(String pattern) {
+        java.util.List<String> tokens = new java.util.ArrayList<>();
+        for (String l : pattern.split("\\.")) {
+            if (l.equals("**")) {
+                tokens.add("*");
+            }
+            tokens.add(l);
+        }
+        return SegmentGlob.of(pattern, tokens.toArray(String[]::new));
+    }
 }
