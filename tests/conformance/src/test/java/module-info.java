@@ -13,4 +13,7 @@ open module openshell.tests.conformance {
     requires org.junit.jupiter.api;
 
     uses openshell.isolation.spi.IsolationBackendProvider;
+
+    // Every test class fails outside the loopback-only network namespace (JUnit autodetects it).
+    provides org.junit.jupiter.api.extension.Extension with openshell.tests.conformance.LoopbackOnlyExtension;
 }
