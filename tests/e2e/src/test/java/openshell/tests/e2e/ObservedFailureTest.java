@@ -127,8 +127,8 @@ class ObservedFailureTest {
         assertTrue(logs.contains("FAILED at " + got.getString("failedAt") + ": " + cause), logs);
         assertTrue(Files.readString(gateway.state.resolve("gateway.log")).contains("sandbox " + name + " ("),
                 "the gateway's log names the failure" + gateway.diagnostics());
-        System.out.println("ObservedFailureTest: sandbox " + name + " FAILED " + took.toMillis() + " ms after the kill/exit: "
-                + cause);
+        System.out.println("ObservedFailureTest: sandbox " + name + " recorded FAILED " + Duration.between(from, failedAt).toMillis()
+                + " ms after the kill/exit (the CLI saw it after " + took.toMillis() + " ms): " + cause);
         return cause;
     }
 
