@@ -116,3 +116,12 @@ for label, path, kind in (('link-socket', channel, socket.SOCK_STREAM),
         print(label, name(e), flush=True)
     finally:
         c.close()
+
+# A resolver's random source port: bind(0.0.0.0:0) works, and the runtime binds it to loopback,
+# never to a wider address (a fixed port on the wildcard stays refused: bind-wildcard in escape.c).
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+try:
+    u.bind(('0.0.0.0', 0))
+    print('bind-unspecified-port-0', u.getsockname()[0], flush=True)
+except OSError as e:
+    print('bind-unspecified-port-0', name(e), flush=True)

@@ -82,6 +82,8 @@ class EscapeTest {
         e.put("tcp-sendto-with-address", "EACCES");
         e.put("tcp-msg-fastopen", "EOPNOTSUPP");
         e.put("bind-wildcard", "EACCES");
+        // What resolvers do: the unspecified address with port 0, bound by the runtime to loopback.
+        e.put("bind-unspecified-port-0", "127.0.0.1");
         e.put("io-uring-setup", "EPERM");
         e.put("unshare-user-namespace", "EPERM");
         e.put("clone3", "ENOSYS");
