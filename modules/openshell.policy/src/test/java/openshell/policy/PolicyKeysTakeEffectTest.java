@@ -63,6 +63,11 @@ class PolicyKeysTakeEffectTest {
             Map.entry("network_policies.<block>.endpoints[].access", List.of(CASES + "30-l7.yaml", "access:")),
             Map.entry("network_policies.<block>.endpoints[].rules", List.of(CASES + "30-l7.yaml", "rules:")),
             Map.entry("network_policies.<block>.endpoints[].deny_rules", List.of(CASES + "40-deny-wins.yaml", "deny_rules:")),
+            Map.entry("network_policies.<block>.endpoints[].enforcement", List.of(
+                    "modules/openshell.supervisor/src/test/java/openshell/supervisor/AuditEnforcementTest.java",
+                    "void anAuditedEndpointForwardsWhatItWouldDenyAndTheAuditLineSaysSo(")),
+            Map.entry("network_policies.<block>.endpoints[].rules[].query", List.of(CASES + "130-upstream-requests.yaml",
+                    "query: {v: ")),
             Map.entry("network_policies.<block>.endpoints[].rules[].method", List.of(CASES + "30-l7.yaml", "method:")),
             Map.entry("network_policies.<block>.endpoints[].rules[].path", List.of(CASES + "30-l7.yaml", "path:")),
             Map.entry("network_policies.<block>.binaries[].path", List.of(CASES + "20-binaries.yaml", "path:")),
@@ -75,9 +80,7 @@ class PolicyKeysTakeEffectTest {
      */
     private static final Map<String, String> AWAITING_EFFECT_TEST = Map.of(
             "network_policies.<block>.name", "issue 34: upstream's display name (audit lines)",
-            "network_policies.<block>.endpoints[].name", "issue 34: upstream's endpoint name",
-            "network_policies.<block>.endpoints[].enforcement", "issue 34: enforce | audit (allow with wouldDeny)",
-            "network_policies.<block>.endpoints[].rules[].query", "issue 34: query conditions (QueryString)");
+            "network_policies.<block>.endpoints[].name", "issue 34: upstream's endpoint name");
 
     @Test
     void everyKeyThePolicyReaderAcceptsIsListedWithTheTestThatShowsItsEffect() throws Exception {
