@@ -202,7 +202,7 @@ class PolicyPropertyTest {
     private record Rule(String method, String path) {
     }
 
-    private record Block(List<String> binaries, List<Rule> allows, List<Rule> denies) {
+    private record Block(String key, List<String> binaries, List<Rule> allows, List<Rule> denies) {
     }
 
     private static boolean ruleMatches(Rule rule, String method, String path) {
@@ -248,8 +248,10 @@ class PolicyPropertyTest {
                     // A rest endpoint needs rules or access (upstream); this one matches none of PATHS.
                     allows.add(new Rule("GET", "/never"));
                 }
-                blocks.add(new Block(bins, allows, denies));
-                yaml.append("  b").append(b).append(":\n    endpoints:\n      - host: h.example.com\n        port: 443\n        protocol: rest\n");
+                // Keys descend in file order, so the smallest key is never simply the first block written.
+                String key = "k" + (char) ('z' - b);
+                blocks.add(new Block(key, bins, allows, denies));
+                yaml.append("  ").append(key).append(":\n    endpoints:\n      - host: h.example.com\n        port: 443\n        protocol: rest\n");
                 appendRules(yaml, "rules", allows);
                 appendRules(yaml, "deny_rules", denies);
                 yaml.append("    binaries:\n");
@@ -275,6 +277,18 @@ class PolicyPropertyTest {
                 }
                 Decision d = g.decideRequest(new IdentityResolution.Resolved(BinaryIdentity.of(Executable.of(bin))), where, method, path);
                 String got = d instanceof Decision.Deny deny ? deny.cause().name() : "ALLOW";
+                // Upstream reports the lexicographically smallest key among the blocks that decided.
+                String expectedBlock = switch (expected) {
+                    case "DENY_RULE" -> mine.stream().filter(b -> b.denies().stream().anyMatch(x -> ruleMatches(x, method, path)))
+                            .map(Block::key).min(String::compareTo).orElseThrow();
+                    case "ALLOW" -> mine.stream().filter(b -> b.allows().stream().anyMatch(x -> ruleMatches(x, method, path)))
+                            .map(Block::key).min(String::compareTo).orElseThrow();
+                    default -> null;
+                };
+                if (expectedBlock != null && expected.equals(got)) {
+                    String block = d instanceof Decision.Allow a ? a.rule().block() : ((Decision.Deny) d).rule().orElseThrow().block();
+                    assertEquals(expectedBlock, block, "seed " + SEED + " iteration " + iteration + ": reported block under\n" + yaml);
+                }
                 assertEquals(expected, got, "seed " + SEED + " iteration " + iteration + ": " + bin + " " + method + " " + path
                         + " under\n" + yaml + "\n" + d.reason());
                 if (got.equals("DENY_RULE")) {
