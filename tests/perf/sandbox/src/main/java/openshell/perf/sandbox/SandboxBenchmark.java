@@ -255,8 +255,9 @@ public final class SandboxBenchmark {
         if (only != null) {
             return Arrays.asList(only.split(",")).contains(scenario);
         }
-        // The smoke keeps one scenario per way of running the mediated side: exec, and an agent behind the quiet gate.
-        return full || scenario.equals("tcp-rr") || scenario.equals("tcp-stream");
+        // The smoke keeps one scenario per way of running the mediated side: exec, and an agent behind the quiet gate;
+        // and dns, the one path through the gateway's --upstream-resolver to the harness's resolver.
+        return full || scenario.equals("tcp-rr") || scenario.equals("tcp-stream") || scenario.equals("dns");
     }
 
     private int run() throws Exception {

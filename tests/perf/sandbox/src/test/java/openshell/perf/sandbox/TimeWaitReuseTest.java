@@ -13,7 +13,7 @@ class TimeWaitReuseTest {
         Path knob = Files.writeString(dir.resolve("tcp_tw_reuse"), "2\n");
         try (TimeWaitReuse reuse = TimeWaitReuse.enable(knob)) {
             assertEquals("1", Files.readString(knob).trim());
-            assertEquals("1 (host's 2, restored after the run)", reuse.describe());
+            assertEquals("1 (the namespace's 2, restored after the run)", reuse.describe());
         }
         assertEquals("2", Files.readString(knob).trim());
     }
@@ -22,7 +22,7 @@ class TimeWaitReuseTest {
     void aSmokeRunLeavesTheHostsValueAndSaysWhichItWas(@TempDir Path dir) throws Exception {
         Path knob = Files.writeString(dir.resolve("tcp_tw_reuse"), "2\n");
         try (TimeWaitReuse reuse = TimeWaitReuse.asIs(knob)) {
-            assertEquals("2 (host's own)", reuse.describe());
+            assertEquals("2 (the namespace's own)", reuse.describe());
         }
         assertEquals("2", Files.readString(knob).trim());
     }
@@ -31,7 +31,7 @@ class TimeWaitReuseTest {
     void aHostAlreadyReusingIsLeftAlone(@TempDir Path dir) throws Exception {
         Path knob = Files.writeString(dir.resolve("tcp_tw_reuse"), "1\n");
         try (TimeWaitReuse reuse = TimeWaitReuse.enable(knob)) {
-            assertEquals("1 (host's own)", reuse.describe());
+            assertEquals("1 (the namespace's own)", reuse.describe());
             Files.writeString(knob, "0\n"); // someone else's change meanwhile is not ours to undo
         }
         assertEquals("0", Files.readString(knob).trim());
