@@ -8,6 +8,12 @@
  * branches on a driver's name. Which driver a sandbox gets is decided by admission from trusted
  * configuration, never by the policy or any other request input.
  *
+ * <p>{@link openshell.driver.DriverStatus} is what the driver observes now, whatever the gateway
+ * recorded. A driver that can tell the parts apart (supervisor, runtime, namespaces, workload)
+ * reports each once something is gone: the gateway records a sandbox FAILED as soon as its
+ * workload is seen ended, and ends a workload nothing else would end; for a driver that cannot
+ * tell, it waits for the runtime's bound first.
+ *
  * <table>
  * <caption>Bounds owned by this module</caption>
  * <tr><th>Constant</th><th>Value</th><th>At the bound</th></tr>

@@ -340,7 +340,7 @@ final class SandboxCommands {
             }
             if (state.equals("FAILED") || s.getString("observed", "").equals("GONE")) {
                 throw new CliException(CliException.FAILED, "sandbox " + id + " did not start: " + state + ", "
-                        + s.getString("observedDetail", "") + " (openshell sandbox logs " + id + ")");
+                        + s.getString("failureCause", s.getString("observedDetail", "")) + " (openshell sandbox logs " + id + ")");
             }
             if (Instant.now().isAfter(deadline)) {
                 throw new CliException(CliException.FAILED, "sandbox " + id + " is still " + state + " after "
