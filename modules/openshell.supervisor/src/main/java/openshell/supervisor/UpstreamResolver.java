@@ -18,7 +18,9 @@ import java.util.Objects;
  * carried in the supervisor bundle, never in a policy), asked over UDP instead of the host's
  * resolver. It exists so that a machine's tests and benchmarks resolve on a server they started
  * on loopback instead of the resolver the host is configured with; an operator may also use it
- * to give sandboxes another view of DNS than the host's.
+ * to give sandboxes another view of DNS than the host's. UDP only: a truncated response is used as
+ * far as it goes (the DNS plane answers at most {@link DnsMessage#MAX_ANSWERS} addresses anyway),
+ * never retried over TCP.
  */
 final class UpstreamResolver implements HostResolver {
     /** Longest wait for the answers to one resolution (both questions); the DNS plane retries. */
