@@ -62,7 +62,7 @@ class ObservedFailureTest {
     @AfterAll
     static void stopGateway() {
         if (gateway != null) {
-            for (String name : List.of("supervisor", "runtime", "holder", "agent")) {
+            for (String name : List.of("supervisor", "runtime", "holder", "agent", "restart")) {
                 try {
                     gateway.cli("sandbox", "delete", name);
                 } catch (Exception ignored) {
@@ -176,6 +176,21 @@ class ObservedFailureTest {
         kill9(holder);
         awaitFailed("holder", killed, OBSERVER_BOUND, "holder (pid " + holder + ") ended");
         assertEquals(0, gateway.cli("sandbox", "delete", "holder").exit());
+    }
+
+    @Test
+    void aRestartedGatewayRecordsWhatDiedWhileItWasDown() throws Exception {
+        String id = create("restart", "/bin/sleep", "604");
+        int port = gateway.port();
+        long holder = process(id, c -> c.equals("/bin/sleep infinity"));
+        gateway.kill("KILL");
+        Instant killed = Instant.now();
+        kill9(holder);
+        // The same port: it is the address the sandboxes' launches name.
+        gateway.start(port);
+        Duration down = Duration.between(killed, Instant.now());
+        awaitFailed("restart", killed, down.plus(OBSERVER_BOUND), "holder (pid " + holder + ") ended");
+        assertEquals(0, gateway.cli("sandbox", "delete", "restart").exit());
     }
 
     @Test
