@@ -180,13 +180,13 @@ final class ProcessChecks {
 
     private static void nonLoopbackRejected(Workbench bench) throws IOException {
         for (String address : List.of("10.0.0.1", "192.0.2.1", "0.0.0.0", "169.254.169.254", "::", "2001:db8::1")) {
-            InetAddress inet = InetAddress.getByName(address);
+            InetAddress inet = InetAddress.ofLiteral(address);
             expect(Kind.INVALID, () -> new LoopbackTarget(inet, 80), "a port forward to " + address);
         }
         expect(Kind.INVALID, () -> LoopbackTarget.of(0), "port 0");
         expect(Kind.INVALID, () -> LoopbackTarget.of(65536), "port 65536");
         assertEquals(65535, LoopbackTarget.of(65535).port());
-        assertEquals(1, new LoopbackTarget(InetAddress.getByName("::1"), 1).port());
+        assertEquals(1, new LoopbackTarget(InetAddress.ofLiteral("::1"), 1).port());
     }
 
     private static void forwardCarriesBytes(Workbench bench) {
