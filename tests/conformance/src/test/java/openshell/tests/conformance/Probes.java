@@ -40,11 +40,17 @@ final class Probes {
             sys.exit(0 if out else 1)
             """;
 
-    /** One DNS query (type A, UDP) to the resolver of /etc/resolv.conf; exit 0 when any response arrived. */
+    /**
+     * One DNS query (type A, UDP) to the resolver of /etc/resolv.conf; exit 0 when any response
+     * arrived. A resolver that is not on loopback (the workload's view is 127.0.0.53) is never
+     * asked: exit 3, so a missing view fails the check instead of querying the host's resolver.
+     */
     static final String DNS_QUERY = """
             import socket, struct, sys
             name = sys.argv[1]
             server = [l.split()[1] for l in open('/etc/resolv.conf') if l.startswith('nameserver')][0]
+            if not server.startswith('127.'):
+                sys.exit(3)
             q = struct.pack('>HHHHHH', 0x4242, 0x0100, 1, 0, 0, 0)
             q += b''.join(bytes([len(p)]) + p.encode() for p in name.split('.')) + b'\\0' + struct.pack('>HH', 1, 1)
             s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
