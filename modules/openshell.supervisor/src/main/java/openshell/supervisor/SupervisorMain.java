@@ -38,6 +38,7 @@ import openshell.isolation.WorkloadTrust;
 import openshell.policy.Policy;
 import openshell.policy.PolicyException;
 import openshell.policy.PolicyGeneration;
+import openshell.policy.WorkloadPaths;
 import openshell.protocol.ImageModules;
 import openshell.protocol.Initiator;
 import openshell.protocol.LaunchBundles;
@@ -265,7 +266,13 @@ public final class SupervisorMain {
                 throw new IllegalArgumentException("the launch bundle is for " + bundle.sandboxId() + "@"
                         + bundle.generation() + ", not " + arguments.sandbox() + "@" + arguments.generation());
             }
-            policies = new PolicyInstallation(PolicyGeneration.first(Policy.parse(bundle.policyYaml())),
+            // Policy paths that are symlinks in the workload's view (/usr/bin/python3) also match their
+            // targets, which is what the kernel reports; seen through the runtime's root, which is the
+            // workload's (its mount namespace). Without the runtime's pid, paths match as written.
+            WorkloadPaths paths = arguments.runtimePid()
+                    .map(pid -> WorkloadPaths.within(Path.of("/proc", Long.toString(pid), "root")))
+                    .orElse(WorkloadPaths.asWritten());
+            policies = new PolicyInstallation(PolicyGeneration.first(Policy.parse(bundle.policyYaml()), paths),
                     PolicyInstallation.OnInvalid.KEEP_LAST_VALID);
             List<CredentialProvider> providers = new ArrayList<>();
             for (LaunchBundles.Credential c : bundle.credentials()) {
@@ -479,6 +486,7 @@ public final class SupervisorMain {
                     .credentials(credentials).audit(audit)
                     .aliases(HostAliases.of(bundle.hostAliases()))
                     .upstreamTls(() -> UpstreamTrust.context(bundle.upstreamAuthorities()));
+            bundle.upstreamResolver().ifPresent(server -> builder.resolver(new UpstreamResolver(server)));
             handoffListener().ifPresent(builder::handoff);
             return builder.build();
         }
@@ -486,7 +494,6 @@ public final class SupervisorMain {
         /**
          * The descriptor lane beside the link, for the runtime to pass opaque connections'
          * sockets on (relayed natively then). Without one, everything is relayed over the link, so
-            bundle.upstreamResolver().ifPresent(server -> builder.resolver(new UpstreamResolver(server)));
          * a failure here costs speed, not safety: it is reported and the sandbox runs on.
          */
         private Optional<HandoffListener> handoffListener() {
