@@ -38,7 +38,7 @@ case ${OPENSHELL_SANDBOX_TRAINING:-serve} in
         if ! "$jdk/bin/java" --module-path "$staging/app:$staging/training" --add-modules ALL-MODULE-PATH \
             --add-exports openshell.protocol/openshell.protocol=ALL-UNNAMED \
             "$src/ServeTraining.java" "$PWD" "$src/../../../openshell-supervisor/target/openshell-supervisor" "$name"; then
-            loudly "the serve training run failed (its output is above)"
+            loudly "the serve training run failed (its output is in target/$name-training.log)"
             rm -f "lib/$name.aot"
             check
         fi ;;

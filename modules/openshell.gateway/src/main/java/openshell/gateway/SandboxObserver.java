@@ -264,7 +264,10 @@ final class SandboxObserver implements AutoCloseable {
                 boolean supervisor = status.part(DriverStatus.SUPERVISOR).map(DriverStatus.Part::alive).orElse(false);
                 boolean runtime = status.part(DriverStatus.RUNTIME).map(DriverStatus.Part::alive).orElse(false);
                 if (workload.isPresent() && !workload.get().alive()) {
-                    yield Optional.of(new Judgement("the workload was terminated" + seen, false));
+                    // A runtime still alive is winding down on its own (its exit writes what it must, an
+                    // AOT cache among it): the sandbox's end is its exit, unless it outstays the bound.
+                    yield runtime && !pastBound ? Optional.empty()
+                            : Optional.of(new Judgement("the workload was terminated" + seen, false));
                 }
                 if (workload.isPresent() && !supervisor && !runtime) {
                     yield Optional.of(new Judgement("the workload outlived its supervisor and runtime, so nothing"

@@ -57,7 +57,11 @@ import org.junit.jupiter.api.io.TempDir;
 class SandboxObserverTest {
     private static final Instant START = Instant.parse("2026-12-03T18:00:00Z");
     private static final DriverStatus SUPERVISOR_KILLED = status(Phase.DEGRADED, "supervisor is gone", false, true, true, true);
+    /** The runtime ended the workload and then itself; the namespaces are left for the gateway's cleanup. */
     private static final DriverStatus WORKLOAD_TERMINATED = status(Phase.DEGRADED, "supervisor is gone (workload no process left)",
+            false, true, false, false);
+    /** The workload is gone and the runtime is still on its way out (it writes what it must at exit). */
+    private static final DriverStatus RUNTIME_WINDING_DOWN = status(Phase.DEGRADED, "supervisor is gone (runtime alive; workload no process left)",
             false, true, true, false);
     private static final DriverStatus ALL_RUNNING = new DriverStatus(Phase.RUNNING, "alive");
     /** How often the scheduled test looks at the record while it waits for the observer. */
@@ -190,6 +194,31 @@ class SandboxObserverTest {
 
     private String logs(SandboxRecord r) {
         return String.join("\n", store.logs(r.id()));
+    }
+
+    @Test
+    void aRuntimeWindingDownOnItsOwnIsNotStoppedUntilItExitsOrOutstaysTheBound() {
+        SandboxRecord r = recorded("winding", SandboxState.RUNNING);
+        answers.put(r.id().value(), id -> RUNTIME_WINDING_DOWN);
+        for (int i = 0; i < 5; i++) {
+            observer.pass();
+        }
+        // Its exit is the sandbox's end: a stop now would kill it while it writes its AOT cache.
+        assertEquals(SandboxState.RUNNING, state(r));
+        answers.put(r.id().value(), id -> WORKLOAD_TERMINATED);
+        observer.pass();
+        observer.pass();
+        assertEquals(SandboxState.FAILED, state(r), "once the runtime is gone");
+
+        SandboxRecord stuck = recorded("lingering", SandboxState.RUNNING);
+        answers.put(stuck.id().value(), id -> RUNTIME_WINDING_DOWN);
+        observer.pass();
+        observer.pass();
+        assertEquals(SandboxState.RUNNING, state(stuck));
+        clock.now = clock.now.plus(SandboxObserver.WORKLOAD_TERMINATION_BOUND);
+        observer.pass();
+        observer.pass();
+        assertEquals(SandboxState.FAILED, state(stuck), "a runtime that outstays the bound is stopped");
     }
 
     @Test

@@ -39,8 +39,10 @@ class CliPolicyTest {
                 "--binary", "/usr/bin/gh", "--host", "api.github.com", "--port", "443",
                 "--method", "POST", "--path", "/repos/acme/x/issues/3/comments");
         assertEquals(0, allowed.exit(), allowed.err());
-        assertTrue(allowed.out().startsWith("ALLOW: allowed by network_policies.github.endpoints[0].rules[0]"),
-                allowed.out());
+        // The rule that allows it, by its place and as written (the example uses upstream's rules: [{allow: ...}]).
+        assertTrue(allowed.out().startsWith("ALLOW: allowed by network_policies.github.endpoints[0].rules[")
+                && allowed.out().contains("(POST /repos/acme/*/issues/*/comments, line "), allowed.out());
+        assertTrue(allowed.out().contains("block: github"), allowed.out());
 
         Cli.Result otherBinary = Cli.run(state, "policy", "explain", "--policy", EXAMPLE.toString(),
                 "--binary", "/usr/bin/curl", "--host", "api.github.com", "--port", "443");
