@@ -21,8 +21,6 @@ import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import openshell.driver.ComputeDriver;
 import openshell.driver.DialDirection;
-import openshell.driver.DriverEnvironment;
-import openshell.driver.DriverRegistry;
 import openshell.driver.LaunchMaterial;
 import openshell.driver.LaunchPlan;
 import openshell.driver.Provisioned;
@@ -88,24 +86,9 @@ class AgentInASandboxTest {
         ServerSocket echo = new ServerSocket(0, 16, loopback);
         Thread echoing = Thread.ofPlatform().daemon().name("echo").start(() -> echoUntilClosed(echo));
 
-        Path work = Path.of(System.getProperty("openshell.mains.work.dir"));
-        Files.createDirectories(work);
-        Path root = Files.createTempDirectory(work, "run");
-        // The sandbox's mapped root and workload reach the launchers, the run root and the workspace.
-        Files.setPosixFilePermissions(root, PosixFilePermissions.fromString("rwx--x--x"));
-        Path bin = Files.createDirectory(root.resolve("bin"));
-        Files.setPosixFilePermissions(bin, PosixFilePermissions.fromString("rwxr-xr-x"));
-        // Short, whatever the checkout path: the supervisor socket under it must fit sun_path.
-        Path runRoot = Files.createTempDirectory(Path.of("/tmp"), "osagent");
-        Files.setPosixFilePermissions(runRoot, PosixFilePermissions.fromString("rwx--x--x"));
-        Path stateRoot = Files.createDirectory(root.resolve("state"));
-        Path workspace = Files.createDirectory(root.resolve("workspace"));
-        Files.setPosixFilePermissions(workspace, PosixFilePermissions.fromString("rwxrwxrwx"));
-        String modulePath = Mains.readableModulePath(Files.createDirectory(root.resolve("lib")));
-        Path supervisorLauncher = Mains.launcher(bin.resolve("openshell-supervisor"), modulePath,
-                "openshell.supervisor/openshell.supervisor.SupervisorMain");
-        Path runtimeLauncher = Mains.launcher(bin.resolve("openshell-sandbox"), modulePath,
-                "openshell.sandbox/openshell.sandbox.SandboxMain");
+        SandboxDirs dirs = SandboxDirs.create("agent");
+        Path workspace = dirs.workspace();
+        Path runRoot = dirs.runRoot();
         Path agent = Files.writeString(workspace.resolve("agent.sh"), agentScript(base,
                 "http://" + RESOLVED + ":" + named.getAddress().getPort(), echo.getLocalPort()));
         Files.setPosixFilePermissions(agent, PosixFilePermissions.fromString("rwxr-xr-x"));
@@ -151,16 +134,14 @@ class AgentInASandboxTest {
                 .hostAlias(API, loopback).hostAlias(RAW, loopback)
                 .upstreamResolver(dns.address()).build(), issuer, 1);
 
-        ComputeDriver driver = DriverRegistry.load().driver("process", new DriverEnvironment(stateRoot, Map.of(
-                "supervisor.launcher", supervisorLauncher.toString(), "runtime.launcher", runtimeLauncher.toString(),
-                "run.root", runRoot.toString())));
+        ComputeDriver driver = dirs.driver();
         SandboxContext context = new SandboxContext(id, session, PolicySnapshot.of(1, policy.getBytes(StandardCharsets.UTF_8)),
                 new AgentSpec(List.of("/bin/bash", agent.toString()), env, workspace.toString()),
                 new WorkloadIdentity(WORKLOAD_ID, WORKLOAD_ID, List.of()));
         Provisioned provisioned = driver.create(new LaunchPlan(context, 1,
                 LaunchMaterial.of(minted.supervisorBundle(), minted.runtimeBundle()), Map.of("workspace", workspace.toString())));
-        Path supervisorLog = stateRoot.resolve("process/sandboxes").resolve(id.value()).resolve("supervisor.log");
-        Path runtimeLog = stateRoot.resolve("process/sandboxes").resolve(id.value()).resolve("runtime.log");
+        Path supervisorLog = dirs.sandboxState(id).resolve("supervisor.log");
+        Path runtimeLog = dirs.sandboxState(id).resolve("runtime.log");
         try {
             assertEquals(DialDirection.RUNTIME_INITIATED, provisioned.direction());
             Path done = workspace.resolve("done");

@@ -20,8 +20,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import openshell.driver.ComputeDriver;
-import openshell.driver.DriverEnvironment;
-import openshell.driver.DriverRegistry;
 import openshell.driver.LaunchMaterial;
 import openshell.driver.LaunchPlan;
 import openshell.driver.Provisioned;
@@ -55,10 +53,9 @@ class HttpsAgentTest {
         if (!"root".equals(System.getProperty("user.name"))) {
             fail("this end-to-end test needs root: the process driver maps a private uid range for each sandbox");
         }
-        Path work = Path.of(System.getProperty("openshell.mains.work.dir"));
-        Files.createDirectories(work);
-        Path root = Files.createTempDirectory(work, "https");
-        Files.setPosixFilePermissions(root, PosixFilePermissions.fromString("rwx--x--x"));
+        SandboxDirs dirs = SandboxDirs.create("https");
+        Path root = dirs.root();
+        Path workspace = dirs.workspace();
         Path pki = Files.createDirectory(root.resolve("pki"));
         DemoPki demo = DemoPki.create(pki, API, OTHER);
         X509Certificate upstreamCa = demo.ca();
@@ -79,19 +76,6 @@ class HttpsAgentTest {
         upstream.start();
         int port = upstream.getAddress().getPort();
 
-        Path bin = Files.createDirectory(root.resolve("bin"));
-        Files.setPosixFilePermissions(bin, PosixFilePermissions.fromString("rwxr-xr-x"));
-        // Short, whatever the checkout path: the supervisor socket under it must fit sun_path.
-        Path runRoot = Files.createTempDirectory(Path.of("/tmp"), "oshttps");
-        Files.setPosixFilePermissions(runRoot, PosixFilePermissions.fromString("rwx--x--x"));
-        Path stateRoot = Files.createDirectory(root.resolve("state"));
-        Path workspace = Files.createDirectory(root.resolve("workspace"));
-        Files.setPosixFilePermissions(workspace, PosixFilePermissions.fromString("rwxrwxrwx"));
-        String modulePath = Mains.readableModulePath(Files.createDirectory(root.resolve("lib")));
-        Path supervisorLauncher = Mains.launcher(bin.resolve("openshell-supervisor"), modulePath,
-                "openshell.supervisor/openshell.supervisor.SupervisorMain");
-        Path runtimeLauncher = Mains.launcher(bin.resolve("openshell-sandbox"), modulePath,
-                "openshell.sandbox/openshell.sandbox.SandboxMain");
         Path agent = Files.writeString(workspace.resolve("agent.sh"), agentScript(port));
         Files.writeString(workspace.resolve("JavaGet.java"), JAVA_CLIENT);
         // A Java client reads neither the PEM bundle nor its variables: only its keystore, which the runtime covers too.
@@ -132,9 +116,7 @@ class HttpsAgentTest {
                 .hostAlias(OTHER, InetAddress.getLoopbackAddress())
                 .upstreamAuthority(upstreamCa).build(), issuer, 1);
 
-        ComputeDriver driver = DriverRegistry.load().driver("process", new DriverEnvironment(stateRoot, Map.of(
-                "supervisor.launcher", supervisorLauncher.toString(), "runtime.launcher", runtimeLauncher.toString(),
-                "run.root", runRoot.toString())));
+        ComputeDriver driver = dirs.driver();
         SandboxContext context = new SandboxContext(id, session, PolicySnapshot.of(1, policy.getBytes(StandardCharsets.UTF_8)),
                 new AgentSpec(List.of("/bin/bash", agent.toString()), env, workspace.toString()),
                 new WorkloadIdentity(WORKLOAD_ID, WORKLOAD_ID, List.of()));
@@ -142,7 +124,7 @@ class HttpsAgentTest {
         String hostBundleBefore = Files.isRegularFile(hostBundle) ? Files.readString(hostBundle, StandardCharsets.ISO_8859_1) : "";
         Provisioned provisioned = driver.create(new LaunchPlan(context, 1,
                 LaunchMaterial.of(minted.supervisorBundle(), minted.runtimeBundle()), Map.of("workspace", workspace.toString())));
-        Path sandboxState = stateRoot.resolve("process/sandboxes").resolve(id.value());
+        Path sandboxState = dirs.sandboxState(id);
         try {
             Path done = workspace.resolve("done");
             long deadline = System.nanoTime() + AGENT_WAIT.toNanos();
@@ -188,7 +170,7 @@ class HttpsAgentTest {
         }
         String hostBundleAfter = Files.isRegularFile(hostBundle) ? Files.readString(hostBundle, StandardCharsets.ISO_8859_1) : "";
         assertEquals(hostBundleBefore, hostBundleAfter, "the host's trust store is untouched");
-        Files.delete(runRoot);
+        Files.delete(dirs.runRoot());
     }
 
     /** A plain JDK HTTPS client: default SSLContext, so the default trust store decides. */

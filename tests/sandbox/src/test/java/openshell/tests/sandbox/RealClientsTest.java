@@ -19,8 +19,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import openshell.driver.ComputeDriver;
-import openshell.driver.DriverEnvironment;
-import openshell.driver.DriverRegistry;
 import openshell.driver.LaunchMaterial;
 import openshell.driver.LaunchPlan;
 import openshell.driver.Provisioned;
@@ -73,10 +71,9 @@ class RealClientsTest {
         String gitRemote = realPath("/usr/lib/git-core/git-remote-http");
         realPath("/usr/bin/git");
 
-        Path work = Path.of(System.getProperty("openshell.mains.work.dir"));
-        Files.createDirectories(work);
-        Path root = Files.createTempDirectory(work, "clients");
-        Files.setPosixFilePermissions(root, PosixFilePermissions.fromString("rwx--x--x"));
+        SandboxDirs dirs = SandboxDirs.create("clients");
+        Path root = dirs.root();
+        Path workspace = dirs.workspace();
         Path pki = Files.createDirectory(root.resolve("pki"));
         DemoPki demo = DemoPki.create(pki, TLS);
 
@@ -88,19 +85,6 @@ class RealClientsTest {
              ClosingHttpServer h11 = ClosingHttpServer.start(false, null);
              ClosingHttpServer tls = ClosingHttpServer.start(true, demo.server());
              GitServer git = GitServer.start(gitRoot)) {
-            Path bin = Files.createDirectory(root.resolve("bin"));
-            Files.setPosixFilePermissions(bin, PosixFilePermissions.fromString("rwxr-xr-x"));
-            // Short, whatever the checkout path: the supervisor socket under it must fit sun_path.
-            Path runRoot = Files.createTempDirectory(Path.of("/tmp"), "osclients");
-            Files.setPosixFilePermissions(runRoot, PosixFilePermissions.fromString("rwx--x--x"));
-            Path stateRoot = Files.createDirectory(root.resolve("state"));
-            Path workspace = Files.createDirectory(root.resolve("workspace"));
-            Files.setPosixFilePermissions(workspace, PosixFilePermissions.fromString("rwxrwxrwx"));
-            String modulePath = Mains.readableModulePath(Files.createDirectory(root.resolve("lib")));
-            Path supervisorLauncher = Mains.launcher(bin.resolve("openshell-supervisor"), modulePath,
-                    "openshell.supervisor/openshell.supervisor.SupervisorMain");
-            Path runtimeLauncher = Mains.launcher(bin.resolve("openshell-sandbox"), modulePath,
-                    "openshell.sandbox/openshell.sandbox.SandboxMain");
             Files.write(workspace.resolve("expected-small"), ClosingHttpServer.body(SMALL));
             Files.write(workspace.resolve("expected-large"), ClosingHttpServer.body(LARGE));
             Files.writeString(workspace.resolve("urllib_loop.py"), PYTHON_LOOP);
@@ -142,15 +126,13 @@ class RealClientsTest {
             }
             LaunchBundles.Minted minted = LaunchBundles.mint(request.build(), issuer, 1);
 
-            ComputeDriver driver = DriverRegistry.load().driver("process", new DriverEnvironment(stateRoot, Map.of(
-                    "supervisor.launcher", supervisorLauncher.toString(), "runtime.launcher", runtimeLauncher.toString(),
-                    "run.root", runRoot.toString())));
+            ComputeDriver driver = dirs.driver();
             SandboxContext context = new SandboxContext(id, session, PolicySnapshot.of(1, policy.getBytes(StandardCharsets.UTF_8)),
                     new AgentSpec(List.of("/bin/bash", agent.toString()), env, workspace.toString()),
                     new WorkloadIdentity(WORKLOAD_ID, WORKLOAD_ID, List.of()));
             Provisioned provisioned = driver.create(new LaunchPlan(context, 1,
                     LaunchMaterial.of(minted.supervisorBundle(), minted.runtimeBundle()), Map.of("workspace", workspace.toString())));
-            Path sandboxState = stateRoot.resolve("process/sandboxes").resolve(id.value());
+            Path sandboxState = dirs.sandboxState(id);
             try {
                 Path done = workspace.resolve("done");
                 long deadline = System.nanoTime() + AGENT_WAIT.toNanos();
@@ -205,7 +187,7 @@ class RealClientsTest {
             } finally {
                 driver.delete(id, provisioned.state());
             }
-            Files.delete(runRoot);
+            Files.delete(dirs.runRoot());
         }
     }
 
