@@ -19,7 +19,7 @@ while [ $# -gt 0 ]; do
     -n) passes=$2; shift 2 ;;
     --load-only) modes=(load); shift ;;
     --idle-only) modes=(idle); shift ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,9p' "$0" | sed 's/^# *//'; exit 0 ;;
     -*) echo "stress: unknown option $1" >&2; exit 2 ;;
     *) suites+=("$1"); shift ;;
   esac
