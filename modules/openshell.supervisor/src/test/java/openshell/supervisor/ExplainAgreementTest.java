@@ -72,13 +72,7 @@ class ExplainAgreementTest {
                 String target = target(random);
                 boolean expected = explain.decideRequest(curl, Destination.unresolved("api.test", upstream.port()), method, target)
                         .allowed();
-                boolean forwarded;
-                try (Socket s = f.connect(curl, loopback(), upstream.port())) {
-                    String body = method.equals("POST") || method.equals("PUT") || method.equals("PATCH") ? "Content-Length: 0\r\n" : "";
-                    send(s, method + " " + target + " HTTP/1.1\r\nHost: api.test:" + upstream.port() + "\r\n" + body + "\r\n");
-                    Fixture.Response r = read(new HttpInput(s.getInputStream(), 4096), method);
-                    forwarded = r.status() == 200;
-                }
+                boolean forwarded = forwarded(f, curl, upstream.port(), "api.test", method, target);
                 allowed += expected ? 1 : 0;
                 if (forwarded != expected) {
                     disagreements.add(method + " " + target + ": explain " + (expected ? "allows" : "denies")
@@ -92,6 +86,16 @@ class ExplainAgreementTest {
         // Both outcomes are exercised, or the property says little. About 10 % are allowed: a floor of
         // MIN_EACH_OUTCOME is ~5 standard deviations below the mean, so no seed of a sound run trips it.
         assertTrue(allowed >= MIN_EACH_OUTCOME && allowed <= REQUESTS - MIN_EACH_OUTCOME, "seed " + seed + ": " + allowed + " allowed");
+    }
+
+    /** Sends one request on a fresh mediated connection; whether the upstream answered it (200). */
+    private static boolean forwarded(Fixture f, IdentityResolution who, int port, String host, String method, String target)
+            throws Exception {
+        try (Socket s = f.connect(who, loopback(), port)) {
+            String body = method.equals("POST") || method.equals("PUT") || method.equals("PATCH") ? "Content-Length: 0\r\n" : "";
+            send(s, method + " " + target + " HTTP/1.1\r\nHost: " + host + ":" + port + "\r\n" + body + "\r\n");
+            return read(new HttpInput(s.getInputStream(), 4096), method).status() == 200;
+        }
     }
 
     private static String target(Random random) {
@@ -164,12 +168,7 @@ class ExplainAgreementTest {
                 String target = target(random);
                 boolean allow = answered.contains(host) && explain.decideRequest(curl,
                         Destination.unresolved(host, upstream.port()), method, target).allowed();
-                boolean sent;
-                try (Socket s = f.connect(curl, loopback(), upstream.port())) {
-                    String body = method.equals("POST") || method.equals("PUT") || method.equals("PATCH") ? "Content-Length: 0\r\n" : "";
-                    send(s, method + " " + target + " HTTP/1.1\r\nHost: " + host + ":" + upstream.port() + "\r\n" + body + "\r\n");
-                    sent = read(new HttpInput(s.getInputStream(), 4096), method).status() == 200;
-                }
+                boolean sent = forwarded(f, curl, upstream.port(), host, method, target);
                 forwarded += sent ? 1 : 0;
                 if (sent != allow) {
                     disagreements.add(method + " " + host + target + ": explain " + (allow ? "allows" : "denies")
