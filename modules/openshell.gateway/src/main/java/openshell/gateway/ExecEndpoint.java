@@ -195,9 +195,10 @@ final class ExecEndpoint extends SandboxExecGrpc.SandboxExecImplBase {
             } catch (InterruptedException e) {
                 relay.terminate();
             } catch (RuntimeException e) {
-                // Sending to the caller failed: it is gone.
+                // The caller's stream refused a frame (it is gone), or relaying broke here: either
+                // way the exec ends, and the caller's stream is ended now rather than left silent.
                 relay.terminate();
-                finish();
+                abort("INTERNAL: the exec's relay failed: " + e);
             } finally {
                 relay.done();
             }
@@ -272,6 +273,15 @@ final class ExecEndpoint extends SandboxExecGrpc.SandboxExecImplBase {
                 if (finish()) {
                     out.onCompleted();
                 }
+            }
+        }
+
+        /** Ends the caller's stream with an error, whether or not the stream still takes frames. */
+        private void abort(String reason) {
+            try {
+                fail(reason);
+            } catch (RuntimeException e) {
+                finish();
             }
         }
 

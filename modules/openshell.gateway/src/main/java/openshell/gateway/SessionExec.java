@@ -110,12 +110,20 @@ final class SessionExec {
         return Optional.ofNullable(e);
     }
 
-    /** The API side passed {@code bytes} of output on: the supervisor may send as many again. */
+    /**
+     * The API side passed {@code bytes} of output on: the supervisor may send as many again. Never
+     * throws: a session that ended meanwhile needs no credit.
+     */
     void grantOutput(int bytes) {
         synchronized (this) {
             outputHeld = Math.max(0, outputHeld - bytes);
         }
-        control(RemoteExecControl.newBuilder().setOutputCredit(bytes));
+        try {
+            control(RemoteExecControl.newBuilder().setOutputCredit(bytes));
+        } catch (GatewayException e) {
+            // The session ended under the exec: the credit is moot, and what the supervisor sent
+            // before (its exit, or the loss that follows it) still reaches the caller from the queue.
+        }
     }
 
     /**

@@ -43,6 +43,29 @@ class SessionExecTest {
         assertFalse(exec.deliver(stdout(1)));
     }
 
+    /**
+     * Seen in CI: the agent ended, the supervisor sent an exec's output and exit, and the session
+     * ended before the relay passed the output on. Granting its credit then threw, and the caller
+     * got neither the exit nor another frame.
+     */
+    @Test
+    void outputCreditAfterTheSessionEndedIsDroppedAndTheQueuedExitStillComes() throws Exception {
+        java.util.concurrent.atomic.AtomicBoolean ended = new java.util.concurrent.atomic.AtomicBoolean();
+        SessionExec late = new SessionExec("e2", m -> {
+            if (ended.get()) {
+                throw new GatewayException(GatewayException.Reason.UNAVAILABLE, "the session ended");
+            }
+        });
+        assertTrue(late.deliver(RemoteExecEvent.newBuilder().setExecId("e2")
+                .setStdout(ByteString.copyFromUtf8("before")).build()));
+        assertTrue(late.deliver(RemoteExecEvent.newBuilder().setExecId("e2").setExitCode(5).build()));
+        ended.set(true);
+        late.lose("the sandbox's supervisor is gone");
+        assertEquals("before", late.next(Duration.ZERO).orElseThrow().getStdout().toStringUtf8());
+        late.grantOutput(6);
+        assertEquals(5, late.next(Duration.ZERO).orElseThrow().getExitCode(), "the exit, not the loss");
+    }
+
     @Test
     void emptyOutputIsDroppedSoTheQueueHoldsAtMostOneEventPerByte() throws Exception {
         assertTrue(exec.deliver(stdout(0)));
