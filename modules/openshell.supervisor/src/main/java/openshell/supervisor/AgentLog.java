@@ -32,6 +32,14 @@ final class AgentLog implements AutoCloseable {
     static final Duration REATTACH_WAIT = Duration.ofSeconds(1);
     /** Prefix of a line of the agent's stderr. */
     static final String STDERR = "[stderr] ";
+    /** Prefix of a line of the agent's stdout that begins like a line of the supervisor's own. */
+    static final String STDOUT = "[stdout] ";
+    /**
+     * How the sandbox's log marks lines that are not the agent's stdout: one of the agent's that
+     * begins so gets {@link #STDOUT} in front, so a reader (and the gateway's filters) can tell
+     * the supervisor's decisions and notices from the workload's imitations of them.
+     */
+    static final java.util.List<String> RESERVED = java.util.List.of(AuditForward.PREFIX, "[openshell] ", STDERR, STDOUT);
     /**
      * Most lines handed on per second; more are counted and said in one line when the next
      * second begins. The gateway keeps the last 1,000 lines of a sandbox's log, and its session
@@ -236,9 +244,17 @@ final class AgentLog implements AutoCloseable {
 
         void flush(List<String> lines) {
             if (partial.size() > 0) {
-                lines.add(prefix + partial.toString(StandardCharsets.UTF_8));
+                lines.add(line(prefix, partial.toString(StandardCharsets.UTF_8)));
                 partial.reset();
             }
         }
+    }
+
+    /** @return the log line of one line of the agent's (stdout when {@code prefix} is empty) */
+    static String line(String prefix, String text) {
+        if (prefix.isEmpty() && RESERVED.stream().anyMatch(text::startsWith)) {
+            return STDOUT + text;
+        }
+        return prefix + text;
     }
 }

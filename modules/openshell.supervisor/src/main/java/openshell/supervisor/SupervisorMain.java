@@ -353,10 +353,13 @@ public final class SupervisorMain {
                 return EXIT_USAGE;
             }
             PrintStream auditOut = auditFile != null ? auditFile : err;
+            // Every line also goes to the sandbox's log at the gateway once the session is open (bounded).
+            AuditForward forward = new AuditForward();
             audit = line -> {
                 synchronized (auditOut) {
                     auditOut.println(line);
                 }
+                forward.record(line);
             };
             Thread hook = Thread.ofPlatform().unstarted(this::terminate);
             Runtime.getRuntime().addShutdownHook(hook);
@@ -423,6 +426,7 @@ public final class SupervisorMain {
                     running.get().terminate();
                 }
                 gateway = openGateway(tokens);
+                gateway.ifPresent(g -> forward.attach(g::log));
                 // The agent's output goes to the sandbox's log at the gateway (openshell sandbox logs).
                 Optional<GatewaySessionClient.Session> logTo = gateway;
                 agentLog = logTo.flatMap(g -> OpenShellRuntimeBackend.followAgent(running.get(), g::log));
@@ -460,6 +464,7 @@ public final class SupervisorMain {
                     attachWatch.interrupt();
                 }
                 agentLog.ifPresent(AgentLog::close);
+                forward.close();
                 gateway.ifPresent(GatewaySessionClient.Session::close);
                 terminate();
                 if (mediation != null) {
