@@ -119,6 +119,14 @@ final class ProcessDriver implements ComputeDriver {
                     + ", " + workspaceRoot + ", " + slotDirectory);
         }
         this.slots = new SlotAllocator(slotDirectory, stateRoot);
+        // The state root exists before any slot names it: another driver's sweep frees only slots whose owner's is gone.
+        try {
+            Files.createDirectories(stateRoot);
+        } catch (IOException e) {
+            throw new DriverException(Kind.FAILED, "cannot create the driver's state directory " + stateRoot + ": "
+                    + e.getMessage(), e);
+        }
+        sweepAbandoned();
         int size = spareCount(environment.settings().getOrDefault(SPARES_SETTING, "0"));
         this.spares = size == 0 ? null : new SparePool(this, size);
     }
@@ -588,6 +596,34 @@ final class ProcessDriver implements ComputeDriver {
             removeQuietly(spareDir(spare.name()));
             slots.release(spare.slot(), spare.name());
         }
+    }
+
+    /**
+     * Removes what sandboxes of a gateway whose state root is gone left on this host: their
+     * processes (every one in a user namespace mapped to the slot's id range), cgroup, run
+     * directory and slot. Nobody else can: their driver state went with the state root. A
+     * workspace is data and stays where it is. Runs when the driver starts, before it takes a
+     * slot; a slot whose processes cannot be ended keeps its range taken.
+     *
+     * @return the slots freed
+     */
+    int sweepAbandoned() {
+        int freed = 0;
+        for (SlotAllocator.Abandoned a : slots.abandoned()) {
+            try {
+                killMappedTo(IdRange.slot(a.slot()));
+                SandboxCgroup.of(a.owner()).ifPresent(ProcessDriver::removeQuietly);
+                removeQuietly(runRoot.resolve(a.owner().value()));
+                slots.releaseAbandoned(a);
+                freed++;
+                System.err.println("openshell process driver: removed sandbox " + a.owner() + " (id range slot " + a.slot()
+                        + ") whose gateway state is gone");
+            } catch (RuntimeException e) {
+                System.err.println("openshell process driver: cannot remove abandoned sandbox " + a.owner() + " (id range slot "
+                        + a.slot() + "): " + e.getMessage() + "; its id range stays taken");
+            }
+        }
+        return freed;
     }
 
     /**

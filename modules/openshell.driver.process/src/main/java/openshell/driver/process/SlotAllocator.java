@@ -105,6 +105,74 @@ final class SlotAllocator {
         return held;
     }
 
+    /**
+     * A slot whose owner can never release it: the gateway state root it names is gone (a test's
+     * temporary state removed after its gateway was killed, an operator who deleted the state).
+     *
+     * @param slot  the slot number
+     * @param owner the sandbox or spare that held it
+     */
+    record Abandoned(int slot, SandboxId owner) {
+    }
+
+    /**
+     * @return the slots of this host whose owner's state root no longer exists, lowest first; slot
+     *         files that are not this allocator's shape are left alone
+     */
+    List<Abandoned> abandoned() {
+        if (!Files.isDirectory(slots)) {
+            return List.of();
+        }
+        List<Abandoned> found = new ArrayList<>();
+        try (java.util.stream.Stream<Path> files = Files.list(slots)) {
+            for (Path file : files.sorted().toList()) {
+                String name = file.getFileName().toString();
+                if (name.isEmpty() || name.length() >= 10 || !name.chars().allMatch(Character::isDigit)) {
+                    continue;
+                }
+                List<String> lines;
+                try {
+                    lines = Files.readAllLines(file, StandardCharsets.UTF_8);
+                } catch (java.nio.file.NoSuchFileException released) {
+                    continue;
+                }
+                if (lines.size() != 2 || !lines.get(0).startsWith("/")) {
+                    continue;
+                }
+                SandboxId owner;
+                try {
+                    owner = new SandboxId(lines.get(1));
+                } catch (RuntimeException notAnId) {
+                    continue;
+                }
+                if (!Files.isDirectory(Path.of(lines.get(0)))) {
+                    found.add(new Abandoned(Integer.parseInt(name), owner));
+                }
+            }
+        } catch (IOException e) {
+            throw new DriverException(Kind.FAILED, "cannot list the id ranges in " + slots + ": " + e.getMessage(), e);
+        }
+        found.sort(java.util.Comparator.comparingInt(Abandoned::slot));
+        return found;
+    }
+
+    /**
+     * Frees an abandoned slot, if it still names the same owner (the check and the delete are not
+     * atomic, but only a slot whose owner's state root is gone is ever freed, and nothing writes
+     * such a slot again).
+     */
+    void releaseAbandoned(Abandoned a) {
+        Path file = slots.resolve(Integer.toString(a.slot()));
+        try {
+            List<String> lines = Files.exists(file) ? Files.readAllLines(file, StandardCharsets.UTF_8) : List.of();
+            if (lines.size() == 2 && lines.get(1).equals(a.owner().value()) && !Files.isDirectory(Path.of(lines.get(0)))) {
+                Files.delete(file);
+            }
+        } catch (IOException e) {
+            throw new DriverException(Kind.FAILED, "cannot release id range slot " + a.slot() + ": " + e.getMessage(), e);
+        }
+    }
+
     /** Releases every slot {@code owner} holds. */
     void releaseAll(SandboxId owner) {
         for (int slot : held(owner)) {

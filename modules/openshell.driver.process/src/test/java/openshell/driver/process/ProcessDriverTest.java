@@ -188,6 +188,31 @@ class ProcessDriverTest {
         driver.delete(id, p.state());
     }
 
+    /**
+     * Seen after a killed test run: a gateway whose temporary state was removed left its sandbox's
+     * processes, run directory and id slot, and nobody could ever remove them. The next driver to
+     * start on the host removes them; a live gateway's slot is not touched.
+     */
+    @Test
+    void aSandboxWhoseGatewayStateIsGoneIsRemovedWhenTheNextDriverStarts() throws Exception {
+        Path gone = tmp.resolve("removed-state/process");
+        Files.createDirectories(slots);
+        Files.writeString(slots.resolve("3"), gone + "\nstale\n");
+        Files.writeString(slots.resolve("4"), stateRoot.resolve("process") + "\nlive\n");
+        Files.createDirectories(runRoot.resolve("stale"));
+        Files.writeString(runRoot.resolve("stale/supervisor.sock"), "");
+        NamespaceHolder holder = NamespaceHolder.create(IdRange.slot(3));
+        cleanups.addFirst(holder::kill);
+        assertTrue(holder.alive());
+
+        withSpares(0);
+
+        assertTrue(NamespaceHolder.ended(holder.pid()), "the abandoned sandbox's processes are ended");
+        assertFalse(Files.exists(slots.resolve("3")), "its id range is free again");
+        assertFalse(Files.exists(runRoot.resolve("stale")), "its run directory is removed");
+        assertTrue(Files.exists(slots.resolve("4")), "a slot whose gateway state exists is not touched");
+    }
+
     @Test
     void aLaunchTheRuntimeRefusesFailsTheCreateWithItsReasonAndLeavesNothing() throws Exception {
         // The runtime takes its bundle, then exits refusing (as for a Landlock hard requirement it cannot meet).
