@@ -122,6 +122,35 @@ else
 fi
 rm -f "$out/lib/$name.aot.config"
 
+# 4b. Where the root file system is not ours (a container's workload image, which may hold musl,
+#     one static binary, or a hostile loader set-up): a static launcher, bin/NAME-static (built
+#     from IMAGE_SRC/NAME-static.c), and the image's own glibc in lib/glibc, which that launcher
+#     runs bin/java through (see the C file and jlink/README.md). The loader and libc are the build
+#     machine's (Debian's libc6, glibc 2.36), with two paths a root file system could use to load
+#     code into any glibc program renamed to ones under /proc/- that cannot exist:
+#     /etc/ld.so.preload (ld.so reads it whatever the environment) and /etc/nsswitch.conf (its
+#     services are dlopen'ed). Equal lengths, so nothing else in the files moves.
+if [ -f "$src/$name-static.c" ]; then
+    command -v gcc >/dev/null 2>&1 || fail "no gcc for bin/$name-static"
+    gcc -std=gnu11 -O2 -Wall -Wextra -Werror -Wformat=2 -D_FORTIFY_SOURCE=2 -fstack-protector-strong \
+        -static -s -o "$out/bin/$name-static" "$src/$name-static.c"
+    glibc=/lib/x86_64-linux-gnu
+    mkdir -p "$out/lib/glibc"
+    for library in ld-linux-x86-64.so.2 libc.so.6 libm.so.6 libdl.so.2 libpthread.so.0 librt.so.1 libgcc_s.so.1; do
+        [ -f "$glibc/$library" ] || fail "no $glibc/$library (Debian's libc6 and libgcc-s1) for lib/glibc"
+        cp -L "$glibc/$library" "$out/lib/glibc/$library"
+    done
+    rename_path() { # rename_path FILE OLD NEW (same length)
+        [ "${#2}" -eq "${#3}" ] || fail "rename_path: $2 and $3 differ in length"
+        grep -qF "$2" "$1" || fail "no $2 in $1"
+        OLD=$2 NEW=$3 perl -0777 -pi -e 's/\Q$ENV{OLD}\E/$ENV{NEW}/g' "$1"
+        ! grep -qF "$2" "$1" || fail "$2 is still in $1"
+    }
+    rename_path "$out/lib/glibc/ld-linux-x86-64.so.2" /etc/ld.so.preload /proc/-/ld.preload
+    rename_path "$out/lib/glibc/libc.so.6" /etc/nsswitch.conf /proc/-/nsswitch.c
+    chmod 0755 "$out/lib/glibc/"*
+fi
+
 # 5. The launcher: the only shell in the image, and only for hosts that start it by path. It
 #    changes to the image's directory so every path in the argument file (and so in the AOT
 #    cache, which records the module path) is the same wherever the image is mounted.

@@ -398,6 +398,11 @@ static int last_capability(void) {
 
 static void drop_bounding_and_ambient(int last) {
     for (int cap = 0; cap <= last; cap++) {
+        /* A capability already outside the set needs no drop (and without CAP_SETPCAP, as in a
+           container started with cap_drop ALL, the drop itself would be refused). */
+        if (prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 0) {
+            continue;
+        }
         if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0) {
             fail(CAPABILITY_BOUNDING_SET, errno, "prctl(PR_CAPBSET_DROP, %d)", cap);
         }
@@ -407,9 +412,31 @@ static void drop_bounding_and_ambient(int last) {
     }
 }
 
+/* Whether this thread's supplementary groups are exactly the plan's (in any order). */
+static int has_groups(const struct plan *plan) {
+    static gid_t current[MAX_GROUPS];
+    long count = syscall(SYS_getgroups, MAX_GROUPS, current);
+    if (count < 0 || (size_t) count != (size_t) plan->group_count) {
+        return 0;
+    }
+    for (long i = 0; i < count; i++) {
+        int found = 0;
+        for (long j = 0; j < count && !found; j++) {
+            found = current[i] == plan->groups[j];
+        }
+        if (!found) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static void take_identity(const struct plan *plan) {
-    /* Raw system calls: only this thread exists, and glibc's wrappers would signal others. */
-    if (syscall(SYS_setgroups, (size_t) plan->group_count, plan->groups) != 0) {
+    /* Raw system calls: only this thread exists, and glibc's wrappers would signal others.
+       setgroups needs CAP_SETGID even to set the groups a process already has: a process without
+       it (a container's non-root user) may keep its groups when they are the plan's, never others. */
+    if (syscall(SYS_setgroups, (size_t) plan->group_count, plan->groups) != 0
+            && !(errno == EPERM && has_groups(plan))) {
         fail(IDENTITY, errno, "setgroups");
     }
     if (syscall(SYS_setresgid, plan->gid, plan->gid, plan->gid) != 0) {

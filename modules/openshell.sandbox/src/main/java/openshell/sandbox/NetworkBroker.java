@@ -165,6 +165,18 @@ final class NetworkBroker implements NetworkMediationSource {
         }
     }
 
+    /** How caller memory is read, as the startup probe found; null: each listener's thread probes. */
+    private volatile TaskMemory.Mechanism memoryMechanism;
+
+    /**
+     * Uses the startup probe's mechanism: a runtime that made itself non-dumpable without
+     * capabilities (a container's user) can no longer probe on its own memory, only read its
+     * workload's.
+     */
+    void taskMemory(TaskMemory.Mechanism mechanism) {
+        this.memoryMechanism = mechanism;
+    }
+
     IdentityCapture identities() {
         return identities;
     }
@@ -210,7 +222,8 @@ final class NetworkBroker implements NetworkMediationSource {
         SharedListener shared = new SharedListener(listener);
         return Thread.ofPlatform().daemon(true).name("seccomp-broker").start(() -> {
             try {
-                TaskMemory memory = TaskMemory.probe();
+                TaskMemory.Mechanism chosen = memoryMechanism;
+                TaskMemory memory = chosen == null ? TaskMemory.probe() : TaskMemory.using(chosen);
                 SeccompNotification n = listener.newNotification();
                 while (true) {
                     SeccompListener.Pending pending = listener.awaitPending(Duration.ofSeconds(1));

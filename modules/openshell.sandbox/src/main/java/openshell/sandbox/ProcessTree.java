@@ -66,7 +66,9 @@ final class ProcessTree implements AutoCloseable {
     private final LauncherProcess.Command command;
     private final PlanTemplate template;
     private final NetworkBroker broker;
-    private final Cgroup cgroup;
+    /** Where the workload's leaf comes from; made at the first launch (see {@link #cgroup()}). */
+    private final java.util.function.Supplier<Cgroup> cgroupSource;
+    private volatile Cgroup cgroup;
     private final WorkloadNetwork network;
     private final Set<Integer> launched = ConcurrentHashMap.newKeySet();
     private final java.util.concurrent.atomic.AtomicLong processLeaves = new java.util.concurrent.atomic.AtomicLong();
@@ -88,10 +90,21 @@ final class ProcessTree implements AutoCloseable {
     }
 
     ProcessTree(LauncherProcess.Command command, PlanTemplate template, NetworkBroker broker, Cgroup cgroup) {
+        this(command, template, broker, () -> cgroup);
+        this.cgroup = cgroup;
+    }
+
+    /**
+     * With the workload's leaf made at the first launch: a runtime where none can be made (a
+     * container without a writable cgroup v2) still serves, and every launch fails with the
+     * source's reason instead of running a process it could not kill with its whole tree.
+     */
+    ProcessTree(LauncherProcess.Command command, PlanTemplate template, NetworkBroker broker,
+                java.util.function.Supplier<Cgroup> cgroupSource) {
         this.command = command;
         this.template = template;
         this.broker = broker;
-        this.cgroup = cgroup;
+        this.cgroupSource = cgroupSource;
         this.network = broker.network();
         ProcessControl.setChildSubreaper(true);
         this.reaper = Thread.ofPlatform().daemon(true).name("orphan-reaper").start(this::reapOrphans);
@@ -114,7 +127,23 @@ final class ProcessTree implements AutoCloseable {
         }
     }
 
+    /** @return the workload's leaf, made now if it was not yet (throws the source's reason) */
+    private Cgroup cgroup() {
+        Cgroup c = cgroup;
+        if (c == null) {
+            synchronized (cgroupSource) {
+                c = cgroup;
+                if (c == null) {
+                    c = cgroupSource.get();
+                    cgroup = c;
+                }
+            }
+        }
+        return c;
+    }
+
     private LauncherProcess spawn(LauncherProcess.Stdio stdio) {
+        Cgroup leaf = cgroup();
         // Spawned from the namespace thread (if any), so the launcher starts in the workload's namespaces.
         LauncherProcess launcher;
         // The reaper decides whose an ended child is under the same lock: a launcher that died at
@@ -125,7 +154,7 @@ final class ProcessTree implements AutoCloseable {
         }
         spawned.release();
         try {
-            cgroup.move(launcher.process().pid());
+            leaf.move(launcher.process().pid());
         } catch (LinuxException e) {
             launcher.kill();
             launcher.close();
@@ -173,7 +202,7 @@ final class ProcessTree implements AutoCloseable {
         // kills exactly its tree (double forks and setsid included), the workload's leaf all of them.
         Cgroup own;
         try {
-            own = Cgroup.create(cgroup.path(), "p" + processLeaves.incrementAndGet());
+            own = Cgroup.create(cgroup().path(), "p" + processLeaves.incrementAndGet());
             own.move(launcher.process().pid());
         } catch (LinuxException e) {
             abandon(launcher, stdin, stdout, stderr, pty);
@@ -250,9 +279,13 @@ final class ProcessTree implements AutoCloseable {
     void terminateAll() {
         terminated = true;
         processes.values().forEach(WorkloadProcess::killedWithTheTree);
-        cgroup.killAll();
+        Cgroup leaf = cgroup;
+        if (leaf == null) {
+            return; // nothing was ever launched
+        }
+        leaf.killAll();
         long deadline = System.nanoTime() + KILL_WAIT.toNanos();
-        while (cgroup.events().populated() && System.nanoTime() < deadline) {
+        while (leaf.events().populated() && System.nanoTime() < deadline) {
             Thread.onSpinWait();
         }
     }
@@ -263,7 +296,8 @@ final class ProcessTree implements AutoCloseable {
 
     /** @return the pids in the workload's cgroup and every process's leaf below it */
     List<Integer> members() {
-        List<Integer> pids = new ArrayList<>(cgroup.members());
+        Cgroup leaf = cgroup;
+        List<Integer> pids = leaf == null ? new ArrayList<>() : new ArrayList<>(leaf.members());
         for (WorkloadProcess p : processes.values()) {
             pids.addAll(p.members());
         }
@@ -330,7 +364,9 @@ final class ProcessTree implements AutoCloseable {
             p.removeLeaf();
         }
         try {
-            cgroup.remove();
+            if (cgroup != null) {
+                cgroup.remove();
+            }
         } catch (LinuxException e) {
             NetworkBroker.audit("cgroup", "not-removed", e.getMessage());
         }

@@ -52,6 +52,29 @@ final class ResolverView {
         return file;
     }
 
+    /**
+     * Where the runtime cannot mount (a container's PID 1 without capabilities): the engine must
+     * already have written the view ({@code --dns 127.0.0.53}); anything else is refused, so a
+     * workload never silently asks a resolver the runtime does not answer for.
+     *
+     * @param target normally {@code /etc/resolv.conf}
+     * @return the nameservers it names (only the relay)
+     * @throws LinuxException naming what the file says instead
+     */
+    static java.util.List<String> verify(Path target) throws IOException {
+        if (!Files.isRegularFile(target)) {
+            throw new LinuxException("resolver view", 2, target + " does not exist: the engine must write it naming only 127.0.0.53");
+        }
+        java.util.List<String> servers = Files.readAllLines(target, StandardCharsets.US_ASCII).stream()
+                .map(String::strip).filter(l -> l.startsWith("nameserver"))
+                .map(l -> l.substring("nameserver".length()).strip()).toList();
+        if (!servers.equals(java.util.List.of("127.0.0.53"))) {
+            throw new LinuxException("resolver view", 22, target + " names nameservers " + servers
+                    + "; this runtime cannot cover it (no CAP_SYS_ADMIN), so the engine must name only 127.0.0.53 (docker --dns 127.0.0.53)");
+        }
+        return servers;
+    }
+
     private static void check(int rc, String call) {
         if (rc != 0) {
             throw new LinuxException(call, Native.getLastError(), "");

@@ -30,6 +30,8 @@ final class SandboxCheck {
     /** @return {@link #EXIT_OK}, or {@link SandboxMain#EXIT_PROBE_FAILED} with the reason on standard error */
     static int run() {
         try {
+            RuntimePrivilege privilege = RuntimePrivilege.current();
+            StartupProbes.SeccompProbe seccomp = StartupProbes.seccomp(); // while dumpable, see SandboxMain
             ProcessControl.setDumpable(false);
             new ResourceLimit(ResourceLimit.CORE, 0, 0).applyTo(0);
             ImageModules.check(Path.of(System.getProperty("java.home")));
@@ -40,17 +42,22 @@ final class SandboxCheck {
                     }
                     return null;
                 });
-                StartupProbes.Report report = StartupProbes.run(network);
+                StartupProbes.Report report = StartupProbes.run(network, seccomp);
+                if (!privilege.canMount()) {
+                    // Nothing to mount and maybe nowhere to write (a FROM scratch image has no /tmp).
+                    ResolverView.verify(Path.of("/etc/resolv.conf"));
+                    try (NetworkBroker broker = new NetworkBroker(network, ProcessHandle.current().pid(), NetworkBroker.DECISION_WAIT);
+                         DnsRelay relay = DnsRelay.start(broker, NetworkBroker.DNS_RELAY)) {
+                        passed(report, relay, privilege);
+                    }
+                    return EXIT_OK;
+                }
                 Path runtimeDirectory = Files.createTempDirectory("openshell-check");
                 try {
                     ResolverView.install(runtimeDirectory, Path.of("/etc/resolv.conf"));
                     try (NetworkBroker broker = new NetworkBroker(network, ProcessHandle.current().pid(), NetworkBroker.DECISION_WAIT);
                          DnsRelay relay = DnsRelay.start(broker, NetworkBroker.DNS_RELAY)) {
-                        System.out.println("{\"check\":\"passed\",\"kernel\":\"" + report.kernel() + "\",\"landlockAbi\":" + report.landlockAbi()
-                                + ",\"taskMemory\":\"" + report.taskMemory() + "\",\"interfaces\":\"" + report.interfaces()
-                                + "\",\"directEgressFailed\":" + !report.egressErrors().isEmpty()
-                                + ",\"dumpable\":" + ProcessControl.dumpable() + ",\"dnsRelay\":\"" + relay.address() + "\"}");
-                        System.out.flush();
+                        passed(report, relay, privilege);
                     }
                 } finally {
                     // The bind mount dies with this mount namespace; the file goes now.
@@ -63,5 +70,14 @@ final class SandboxCheck {
             System.err.println("openshell-sandbox: check failed: " + e.getMessage());
             return SandboxMain.EXIT_PROBE_FAILED;
         }
+    }
+
+    private static void passed(StartupProbes.Report report, DnsRelay relay, RuntimePrivilege privilege) {
+        System.out.println("{\"check\":\"passed\",\"kernel\":\"" + report.kernel() + "\",\"landlockAbi\":" + report.landlockAbi()
+                + ",\"taskMemory\":\"" + report.taskMemory() + "\",\"interfaces\":\"" + report.interfaces()
+                + "\",\"directEgressFailed\":" + !report.egressErrors().isEmpty()
+                + ",\"dumpable\":" + ProcessControl.dumpable() + ",\"dnsRelay\":\"" + relay.address()
+                + "\",\"privilege\":\"" + (privilege.canMount() ? "namespace-root" : "unprivileged") + "\"}");
+        System.out.flush();
     }
 }

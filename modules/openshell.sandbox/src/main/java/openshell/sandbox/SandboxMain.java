@@ -195,6 +195,18 @@ public final class SandboxMain {
         // what follows it meanwhile. Nothing secret is involved (see LaunchRehearsal.primeAhead).
         LaunchRehearsal.primeAhead();
         Launch launch = null;
+        RuntimePrivilege privilege;
+        StartupProbes.SeccompProbe seccomp;
+        try {
+            privilege = RuntimePrivilege.current();
+            // While this process is still dumpable, before a byte of the bundle was read: a runtime
+            // without capabilities (a container's user) cannot open its own /proc/<tid>/mem once it is
+            // not (the kernel then gives the files to root), which is what the probe reads.
+            seccomp = StartupProbes.seccomp();
+        } catch (BackendException | LinuxException e) {
+            System.err.println("openshell-sandbox: refusing to serve: " + e.getMessage());
+            return EXIT_PROBE_FAILED;
+        }
         try {
             ProcessControl.setDumpable(false);
             new ResourceLimit(ResourceLimit.CORE, 0, 0).applyTo(0);
@@ -213,13 +225,18 @@ public final class SandboxMain {
                 }
                 return null;
             });
-            StartupProbes.Report report = StartupProbes.run(network);
+            StartupProbes.Report report = StartupProbes.run(network, seccomp);
             // The resolver view and the DNS relay exist before any workload process could look for them.
             runtimeDirectory = RuntimeDirectory.create(channelOf(args), IdentityCapture.selfUid());
-            ResolverView.install(runtimeDirectory, Path.of("/etc/resolv.conf"));
+            if (privilege.canMount()) {
+                ResolverView.install(runtimeDirectory, Path.of("/etc/resolv.conf"));
+            } else {
+                ResolverView.verify(Path.of("/etc/resolv.conf"));
+            }
             // The runtime closes the broker and the process tree; the process exits right after anyway.
             NetworkBroker broker = new NetworkBroker(network, ProcessHandle.current().pid(), NetworkBroker.DECISION_WAIT);
-            TrustStoreView trust = TrustStoreView.system(runtimeDirectory);
+            broker.taskMemory(report.taskMemory());
+            TrustStoreView trust = TrustStoreView.system(runtimeDirectory, privilege);
             try (DnsRelay relay = DnsRelay.start(broker, NetworkBroker.DNS_RELAY)) {
                 if (spare) {
                     try {
@@ -234,7 +251,7 @@ public final class SandboxMain {
                         return EXIT_USAGE;
                     }
                 }
-                return serve(launch, report, broker, trust, relay, runtimeDirectory);
+                return serve(launch, report, broker, trust, relay, runtimeDirectory, privilege);
             }
         } catch (BackendException | LinuxException | ProtocolException | IOException | UncheckedIOException e) {
             System.err.println("openshell-sandbox: refusing to serve: " + e.getMessage());
@@ -273,17 +290,24 @@ public final class SandboxMain {
 
     /** From the bundle on: the workspace, the process tree, the endpoint; then serving until the exit. */
     private static int serve(Launch launch, StartupProbes.Report report, NetworkBroker broker, TrustStoreView trust,
-                             DnsRelay relay, Path runtimeDirectory) throws IOException {
+                             DnsRelay relay, Path runtimeDirectory, RuntimePrivilege privilege) throws IOException {
         LaunchArguments arguments = launch.arguments();
         RuntimeBundle bundle = launch.bundle();
         Path workspace = arguments.workspace().map(Path::of).orElse(null);
         if (workspace == null) {
             workspace = WorkloadLaunch.freshWorkspace(bundle.workloadUid(), bundle.workloadGid());
         }
+        privilege.requireIdentity(bundle.workloadUid(), bundle.workloadGid());
+        String leafName = "workload-" + arguments.generation() + "-" + ProcessHandle.current().pid();
+        java.util.function.Supplier<openshell.linux.Cgroup> leaf = () -> WorkloadLaunch.leaf(leafName);
+        if (privilege.canMount()) {
+            // The process driver delegates a cgroup: no leaf there is a broken launch, refused now.
+            openshell.linux.Cgroup made = leaf.get();
+            leaf = () -> made;
+        }
         try (SandboxRuntime control = new SandboxRuntime(report, broker, new ProcessTree(WorkloadLaunch.command(),
                      WorkloadLaunch.template(launch.confinement(), bundle.workloadUid(), bundle.workloadGid(), workspace,
-                             report.landlockAbi()), broker,
-                     WorkloadLaunch.leaf("workload-" + arguments.generation() + "-" + ProcessHandle.current().pid())),
+                             report.landlockAbi(), privilege), broker, leaf),
                      POLICY_HELD_BY_SUPERVISOR, Optional.of(trust));
              RuntimeEndpoint endpoint = RuntimeEndpoint.builder()
                      .transport(Transport.unix(Path.of(arguments.channel())))
@@ -301,7 +325,7 @@ public final class SandboxMain {
                     .add("taskMemory", String.valueOf(report.taskMemory()))
                     .add("interfaces", String.valueOf(report.interfaces()))
                     .add("directEgressFailed", !report.egressErrors().isEmpty()).add("bundleBytes", launch.bundleBytes())
-                    .add("dumpable", ProcessControl.dumpable()).add("dnsRelay", String.valueOf(relay.address()))
+                    .add("dumpable", ProcessControl.dumpable()).add("privilege", privilege.describe()).add("dnsRelay", String.valueOf(relay.address()))
                     .add("workspace", workspace.toString()).add("runtimeDirectory", runtimeDirectory.toString())));
             System.out.flush();
             return serve(control, endpoint);

@@ -75,7 +75,11 @@ final class StartupProbes {
 
     /** Runs every probe; throws UNAVAILABLE with the reason at the first that fails. */
     static Report run(WorkloadNetwork network) {
-        SeccompProbe seccomp = seccomp();
+        return run(network, seccomp());
+    }
+
+    /** As above, with the seccomp probe already run (before the runtime made itself non-dumpable). */
+    static Report run(WorkloadNetwork network, SeccompProbe seccomp) {
         int abi = Landlock.abiVersion();
         List<String> interfaces = network.run(StartupProbes::interfaces);
         if (!interfaces.equals(List.of("lo"))) {

@@ -106,6 +106,18 @@ final class TrustStoreView {
      * @param runtimeDirectory a directory only the runtime writes, for the generated files
      * @return the view
      */
+    static TrustStoreView system(Path runtimeDirectory, RuntimePrivilege privilege) {
+        if (privilege.canMount()) {
+            return system(runtimeDirectory);
+        }
+        // Nothing can be covered without CAP_SYS_ADMIN, and a bundle beside the real one would be
+        // read only by clients that honour the variables: workload trust is refused, not half-installed.
+        return new TrustStoreView(runtimeDirectory, SYSTEM_BUNDLES, javaKeystores(JAVA_KEYSTORES, JDK_HOMES), (file, target) -> {
+            throw new BackendException(BackendException.Kind.UNAVAILABLE, "workload trust (the supervisor's interception CA) cannot be"
+                    + " installed over " + target + ": this runtime has no CAP_SYS_ADMIN to mount it (a container's PID 1)");
+        });
+    }
+
     static TrustStoreView system(Path runtimeDirectory) {
         return new TrustStoreView(runtimeDirectory, SYSTEM_BUNDLES, javaKeystores(JAVA_KEYSTORES, JDK_HOMES),
                 TrustStoreView::mountReadOnly);

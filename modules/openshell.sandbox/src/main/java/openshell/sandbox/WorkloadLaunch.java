@@ -94,8 +94,20 @@ final class WorkloadLaunch {
      */
     static ProcessTree.PlanTemplate template(openshell.protocol.WorkloadConfinement confinement, int defaultUid,
                                              int defaultGid, Path workspace, int abi) throws IOException {
+        return template(confinement, defaultUid, defaultGid, workspace, abi, RuntimePrivilege.current());
+    }
+
+    /**
+     * As above, refusing an identity the runtime cannot give ({@link RuntimePrivilege#requireIdentity}):
+     * a runtime without CAP_SETUID runs every workload process as itself, so a policy or launch
+     * naming another user is refused before anything runs, never ignored.
+     */
+    static ProcessTree.PlanTemplate template(openshell.protocol.WorkloadConfinement confinement, int defaultUid,
+                                             int defaultGid, Path workspace, int abi, RuntimePrivilege privilege)
+            throws IOException {
         StaticConfinement c = StaticConfinement.resolve(confinement, defaultUid, defaultGid, workspace, abi, Path.of("/"),
                 Files.readString(Path.of("/proc/self/uid_map")), Files.readString(Path.of("/proc/self/gid_map")));
+        privilege.requireIdentity(c.uid(), c.gid());
         c.adoptWorkspace(workspace, defaultUid);
         System.err.println("openshell-sandbox: " + (c.complete() ? "" : "WARNING: ") + "workload confinement: " + c.describe());
         return template(c);
