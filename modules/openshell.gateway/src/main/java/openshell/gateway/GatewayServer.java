@@ -93,10 +93,13 @@ public final class GatewayServer implements AutoCloseable {
                     .host(config.host())
                     .port(config.port())
                     .maxPayloadSize(MAX_REQUEST_BYTES)
+                    // What Helidon answers by itself (400, 413, ...) is JSON like every other error.
+                    .directHandlers(ApiErrors.directHandlers())
                     .routing(r -> {
                         routing(r, token, store);
                         sandboxes.routing(r);
                         ProviderApi.routing(r, providers);
+                        ApiErrors.fallback(r);
                     })
                     // The supervisor session authenticates by its own token, in its first message.
                     // The users' streamed exec checks the API token in its first frame (ExecEndpoint).

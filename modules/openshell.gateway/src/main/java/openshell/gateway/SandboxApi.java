@@ -90,9 +90,9 @@ final class SandboxApi {
         r.post("/v1/sandboxes/{ref}/start", (req, res) -> GatewayServer.guarded(res, () ->
                 GatewayServer.send(res, Status.OK_200, JsonBodies.sandbox(lifecycle.start(find(req))))));
         r.get("/v1/sandboxes/{ref}/logs", (req, res) -> GatewayServer.guarded(res, () -> {
-            JsonArrayBuilder lines = Json.createArrayBuilder();
-            sessions.logs(find(req).id()).forEach(lines::add);
-            GatewayServer.send(res, Status.OK_200, Json.createObjectBuilder().add("lines", lines).build());
+            LogQuery.Filter filter = LogQuery.Filter.of(req.query().first("denied").asOptional(),
+                    req.query().first("since").asOptional());
+            GatewayServer.send(res, Status.OK_200, LogQuery.answer(store.logLines(find(req).id()), filter));
         }));
         r.get("/v1/sandboxes/{ref}/policy", (req, res) -> GatewayServer.guarded(res, () -> {
             SandboxRecord s = find(req);

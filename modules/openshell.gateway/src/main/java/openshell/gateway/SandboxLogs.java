@@ -75,7 +75,7 @@ final class SandboxLogs {
         RuntimeException last = null;
         for (int attempt = 0; attempt < APPEND_ATTEMPTS; attempt++) {
             try {
-                store.appendLogs(sandbox, batch, MAX_LINES);
+                store.appendLogs(sandbox, batch, MAX_LINES, clock.instant());
                 if (before != null) {
                     // What was lost meanwhile (another batch of the same sandbox) stays to be announced.
                     lost.computeIfPresent(sandbox.value(), (k, now) -> now.lines() <= before.lines() ? null

@@ -20,7 +20,8 @@ record Migration(int version, String description) {
             new Migration(2, "providers"),
             new Migration(3, "launch specifications"),
             new Migration(4, "sandbox log lines"),
-            new Migration(5, "sandbox failures"));
+            new Migration(5, "sandbox failures"),
+            new Migration(6, "log line times"));
 
     List<String> statements() {
         String resource = "migrations/V" + version + ".sql";

@@ -359,7 +359,19 @@ public final class SandboxStore implements AutoCloseable {
      * @param lines the lines, each already cut to the column's 4096 characters
      * @param keep  how many lines the sandbox keeps
      */
-    public synchronized void appendLogs(SandboxId id, List<String> lines, int keep) {
+    public void appendLogs(SandboxId id, List<String> lines, int keep) {
+        appendLogs(id, lines, keep, Instant.now());
+    }
+
+    /**
+     * Appends log lines of a sandbox kept at one time, dropping its oldest beyond {@code keep}.
+     *
+     * @param id    the sandbox
+     * @param lines the lines, each already cut to the column's 4096 characters
+     * @param keep  how many lines the sandbox keeps
+     * @param at    when the gateway kept them
+     */
+    public synchronized void appendLogs(SandboxId id, List<String> lines, int keep, Instant at) {
         if (lines.isEmpty()) {
             return;
         }
@@ -374,10 +386,38 @@ public final class SandboxStore implements AutoCloseable {
             long last = tx.get("SELECT MAX(seq) FROM sandbox_logs WHERE sandbox_id = ?", id.value())
                     .flatMap(r -> Optional.ofNullable(r.column(1).get(Long.class))).orElse(0L);
             for (String line : lines) {
-                tx.insert("INSERT INTO sandbox_logs (sandbox_id, seq, line) VALUES (?, ?, ?)", id.value(), ++last, line);
+                tx.insert("INSERT INTO sandbox_logs (sandbox_id, seq, line, logged_at) VALUES (?, ?, ?, ?)", id.value(),
+                        ++last, line, at.toEpochMilli());
             }
             tx.delete("DELETE FROM sandbox_logs WHERE sandbox_id = ? AND seq <= ?", id.value(), last - keep);
             return null;
+        });
+    }
+
+    /**
+     * A kept log line and when the gateway kept it.
+     *
+     * @param line           the line
+     * @param loggedAtMillis epoch milliseconds, or 0 for a line kept before the gateway recorded times
+     */
+    public record LogLine(String line, long loggedAtMillis) {
+        /** @return when it was kept, if that is known */
+        public Optional<Instant> loggedAt() {
+            return loggedAtMillis == 0 ? Optional.empty() : Optional.of(Instant.ofEpochMilli(loggedAtMillis));
+        }
+    }
+
+    /**
+     * @param id the sandbox
+     * @return its kept log lines with their times, oldest first
+     */
+    public List<LogLine> logLines(SandboxId id) {
+        return guarded(() -> {
+            try (var rows = db.execute().query("SELECT line, logged_at FROM sandbox_logs WHERE sandbox_id = ? ORDER BY seq",
+                    id.value())) {
+                return rows.map(r -> new LogLine(r.column(1).get(String.class),
+                        Optional.ofNullable(r.column(2).get(Long.class)).orElse(0L))).toList();
+            }
         });
     }
 
