@@ -5,7 +5,7 @@
 #   images/rootfs/test-images.sh OUTDIR     then   docker import OUTDIR/NAME.tar IMAGE
 #
 #   glibc.tar    Debian's libc6 + libgcc-s1 and the dynamically linked busybox (so its tools need
-#                the image's glibc), /etc/passwd with agent (1000:1000), /tmp
+#                the image's glibc), /etc/passwd with agent (10001:10001: a uid no host account has, see tests/docker), /tmp
 #   musl.tar     Debian's musl and busybox-static, NO glibc (no /lib64/ld-linux-x86-64.so.2,
 #                no libc.so.6), the same accounts
 #   scratch.tar  one static binary, /bin/busybox (busybox-static), nothing else: no /etc,
@@ -36,8 +36,8 @@ unpack() { # unpack ROOT PACKAGE...
 accounts() {
     mkdir -p "$1/etc" "$1/tmp"
     chmod 1777 "$1/tmp"
-    printf 'root:x:0:0:root:/:/nonexistent\nagent:x:1000:1000:agent:/tmp:/nonexistent\n' > "$1/etc/passwd"
-    printf 'root:x:0:\nagent:x:1000:\n' > "$1/etc/group"
+    printf 'root:x:0:0:root:/:/nonexistent\nagent:x:10001:10001:agent:/tmp:/nonexistent\n' > "$1/etc/passwd"
+    printf 'root:x:0:\nagent:x:10001:\n' > "$1/etc/group"
 }
 # busybox-static ships /bin/busybox; the applets the suites call are links to it.
 applets() {
