@@ -36,6 +36,26 @@ import openshell.gateway.store.StoreConfig;
  */
 public final class GatewayMain {
     static final String ENDPOINT_FILE = "gateway.json";
+    /** What {@code --help} prints on stdout, and a usage error on stderr. */
+    static final String USAGE = """
+            usage: openshell-gateway [--state DIR] [--host H] [--port N] [--driver D] [--driver-setting KEY=VALUE]...
+                                     [--database-url URL [--database-user U]] [--host-alias NAME=ADDRESS]...
+                                     [--upstream-ca FILE]... [--upstream-resolver ADDRESS:PORT]
+
+            The gateway program (openshell gateway start runs it). Options:
+              --state DIR                      state directory, mode 0700 (default $OPENSHELL_HOME, else ~/.openshell)
+              --host H, --port N               where the API listens (default 127.0.0.1:%d; port 0: any free one)
+              --driver D                       the compute driver every sandbox runs on (default process)
+              --driver-setting KEY=VALUE       a driver's trusted setting (docs/drivers.md); repeatable
+              --database-url URL               PostgreSQL instead of the embedded database; the password comes
+              --database-user U                from $OPENSHELL_DATABASE_PASSWORD, never the command line
+              --host-alias NAME=ADDRESS        the supervisors dial ADDRESS for NAME; repeatable
+              --upstream-ca FILE               PEM certificates trusted for upstream TLS; repeatable
+              --upstream-resolver ADDRESS:PORT the DNS server the supervisors ask (UDP)
+              -h, --help                       this usage
+
+            exit codes: 0 stopped, 1 cannot start (the message says why and what to do), 2 usage
+            """.formatted(GatewayConfig.DEFAULT_PORT);
     /** Driver settings the operator may give through the environment instead of {@code --driver-setting}. */
     static final Map<String, String> LAUNCHER_ENV = Map.of(
             "supervisor.launcher", "OPENSHELL_SUPERVISOR_LAUNCHER",
@@ -48,11 +68,17 @@ public final class GatewayMain {
      * @param args options as above
      */
     public static void main(String[] args) {
+        if (List.of(args).contains("--help") || List.of(args).contains("-h")) {
+            System.out.print(USAGE);
+            System.exit(0);
+            return;
+        }
         GatewayConfig config;
         try {
             config = parse(List.of(args));
         } catch (GatewayException e) {
-            System.err.println("openshell gateway: " + e.getMessage());
+            System.err.println("openshell gateway: " + e.getMessage() + "\n");
+            System.err.print(USAGE);
             System.exit(2);
             return;
         }
@@ -124,9 +150,7 @@ public final class GatewayMain {
                     }
                     driverSettings.put(setting.substring(0, eq), setting.substring(eq + 1));
                 }
-                default -> throw new GatewayException(GatewayException.Reason.INVALID, "unknown option '" + option
-                        + "'; options: --state DIR --host H --port N --database-url URL --database-user U "
-                        + "--driver-setting KEY=VALUE --host-alias NAME=ADDRESS --upstream-ca FILE --upstream-resolver ADDRESS:PORT");
+                default -> throw new GatewayException(GatewayException.Reason.INVALID, "unknown option '" + option + "'");
             }
         }
         // The operator's environment may name the process driver's launchers; options win.

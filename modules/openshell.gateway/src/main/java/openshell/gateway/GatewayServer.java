@@ -40,9 +40,11 @@ public final class GatewayServer implements AutoCloseable {
     private final ScheduledExecutorService timers;
     private final SandboxLifecycle lifecycle;
     private final SandboxObserver observer;
+    private final Replicas replicas;
 
     private GatewayServer(WebServer server, SandboxStore store, SessionHub sessions, ScheduledExecutorService timers,
-                          SandboxLifecycle lifecycle, SandboxObserver observer) {
+                          SandboxLifecycle lifecycle, SandboxObserver observer, Replicas replicas) {
+        this.replicas = replicas;
         this.lifecycle = lifecycle;
         this.observer = observer;
         this.server = server;
@@ -80,10 +82,12 @@ public final class GatewayServer implements AutoCloseable {
         SandboxLifecycle lifecycle = null;
         SessionHub sessions = null;
         SandboxObserver observer = null;
+        Replicas replicas = new Replicas(store.leases(), Replicas.loadOrCreateId(state), Clock.systemUTC(), System::nanoTime,
+                System.out);
         try {
             ProviderStore providers = store.providers(secrets);
             DriverEnvironment driverEnvironment = new DriverEnvironment(state.resolve("drivers"), config.driverSettings());
-            sessions = new SessionHub(store, issuer, timers, Clock.systemUTC());
+            sessions = new SessionHub(store, issuer, timers, Clock.systemUTC(), replicas);
             AtomicReference<String> url = new AtomicReference<>();
             lifecycle = new SandboxLifecycle(store, providers, drivers, driverEnvironment,
                     config.defaultDriver(), sealers.create(issuer, url::get), sessions);
@@ -108,9 +112,12 @@ public final class GatewayServer implements AutoCloseable {
                     .build()
                     .start();
             url.set("http://" + config.host() + ":" + server.port());
+            SessionHub hub = sessions;
+            replicas.start(url.get(), hub::connected, id -> hub.disconnect(id, "this replica no longer manages the sandbox"));
             observer.start();
-            return new GatewayServer(server, store, sessions, timers, lifecycle, observer);
+            return new GatewayServer(server, store, sessions, timers, lifecycle, observer, replicas);
         } catch (RuntimeException e) {
+            replicas.close();
             if (observer != null) {
                 observer.close();
             }
@@ -196,7 +203,8 @@ public final class GatewayServer implements AutoCloseable {
             String perms = PosixFilePermissions.toString(Files.getPosixFilePermissions(dir));
             if (!perms.equals("rwx------")) {
                 throw new GatewayException(GatewayException.Reason.INVALID, "the gateway state directory " + dir
-                        + " has permissions " + perms + "; it must be rwx------ (chmod 700 it)");
+                        + " has permissions " + perms + ", but it holds the API token and the signing key and must be"
+                        + " private to its user (rwx------); fix it with: chmod 700 " + dir);
             }
             return dir;
         } catch (IOException e) {
@@ -216,6 +224,8 @@ public final class GatewayServer implements AutoCloseable {
         observer.close();
         sessions.close();
         server.stop();
+        // After the API stopped: the leases go back at once, for the other replicas to take.
+        replicas.close();
         lifecycle.close();
         timers.shutdownNow();
         store.close();
