@@ -40,11 +40,9 @@ public final class GatewayServer implements AutoCloseable {
     private final ScheduledExecutorService timers;
     private final SandboxLifecycle lifecycle;
     private final SandboxObserver observer;
-    private final Replicas replicas;
 
     private GatewayServer(WebServer server, SandboxStore store, SessionHub sessions, ScheduledExecutorService timers,
-                          SandboxLifecycle lifecycle, SandboxObserver observer, Replicas replicas) {
-        this.replicas = replicas;
+                          SandboxLifecycle lifecycle, SandboxObserver observer) {
         this.lifecycle = lifecycle;
         this.observer = observer;
         this.server = server;
@@ -82,12 +80,10 @@ public final class GatewayServer implements AutoCloseable {
         SandboxLifecycle lifecycle = null;
         SessionHub sessions = null;
         SandboxObserver observer = null;
-        Replicas replicas = new Replicas(store.leases(), Replicas.loadOrCreateId(state), Clock.systemUTC(), System::nanoTime,
-                System.out);
         try {
             ProviderStore providers = store.providers(secrets);
             DriverEnvironment driverEnvironment = new DriverEnvironment(state.resolve("drivers"), config.driverSettings());
-            sessions = new SessionHub(store, issuer, timers, Clock.systemUTC(), replicas);
+            sessions = new SessionHub(store, issuer, timers, Clock.systemUTC());
             AtomicReference<String> url = new AtomicReference<>();
             lifecycle = new SandboxLifecycle(store, providers, drivers, driverEnvironment,
                     config.defaultDriver(), sealers.create(issuer, url::get), sessions);
@@ -112,12 +108,9 @@ public final class GatewayServer implements AutoCloseable {
                     .build()
                     .start();
             url.set("http://" + config.host() + ":" + server.port());
-            SessionHub hub = sessions;
-            replicas.start(url.get(), hub::connected, id -> hub.disconnect(id, "this replica no longer manages the sandbox"));
             observer.start();
-            return new GatewayServer(server, store, sessions, timers, lifecycle, observer, replicas);
+            return new GatewayServer(server, store, sessions, timers, lifecycle, observer);
         } catch (RuntimeException e) {
-            replicas.close();
             if (observer != null) {
                 observer.close();
             }
@@ -224,8 +217,6 @@ public final class GatewayServer implements AutoCloseable {
         observer.close();
         sessions.close();
         server.stop();
-        // After the API stopped: the leases go back at once, for the other replicas to take.
-        replicas.close();
         lifecycle.close();
         timers.shutdownNow();
         store.close();
