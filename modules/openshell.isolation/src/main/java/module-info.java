@@ -26,12 +26,17 @@
  * <tr><td>{@code WorkloadTrust.MAX_PEM_BYTES}</td><td>16 KiB</td><td>INVALID</td></tr>
  * <tr><td>{@code WorkloadTrust.MAX_CERTIFICATES}</td><td>8</td><td>INVALID</td></tr>
  * <tr><td>{@code PendingDnsQuery.MAX_MESSAGE_BYTES}</td><td>65535</td><td>INVALID; the query stays unanswered</td></tr>
+ * <tr><td>{@code DnsMessage.MAX_QUERY_BYTES}</td><td>512</td><td>FORMERR</td></tr>
  * <tr><td>{@code SandboxSessionId.LENGTH}</td><td>26 (128 random bits)</td><td>any other length is INVALID</td></tr>
  * </table>
  */
+// Friends are compiled after this module, so javac cannot see them here (lint "module").
+@SuppressWarnings("module")
 module openshell.isolation {
     exports openshell.isolation;
     exports openshell.isolation.spi;
+    // The one DNS wire format of the modules that read or answer a workload's queries.
+    exports openshell.isolation.dns to openshell.supervisor, openshell.sandbox, openshell.isolation.conformance;
 
     uses openshell.isolation.spi.IsolationBackendProvider;
 }

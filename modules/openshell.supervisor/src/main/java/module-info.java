@@ -75,8 +75,7 @@
  * <tr><td>{@code DnsPlane.RESOLVE_ATTEMPTS}</td><td>3, backoff {@code RETRY_BACKOFF} 100 ms doubling</td><td>SERVFAIL</td></tr>
  * <tr><td>{@code DnsPlane.RESOLVE_TIMEOUT}</td><td>5 s per attempt</td><td>the attempt counts as failed</td></tr>
  * <tr><td>{@code DnsPlane.ANSWER_TTL}</td><td>60 s</td><td>the pin lives TTL + {@code DnsPins.PIN_GRACE} (5 min), then the address is bare</td></tr>
- * <tr><td>{@code DnsMessage.MAX_QUERY_BYTES}</td><td>512</td><td>FORMERR</td></tr>
- * <tr><td>{@code DnsMessage.MAX_ANSWERS}</td><td>16 addresses</td><td>further addresses are not answered (nor pinned)</td></tr>
+ * <tr><td>{@code DnsPlane.MAX_ANSWERS}</td><td>16 addresses</td><td>further addresses are not answered (nor pinned)</td></tr>
  * <tr><td>{@code DnsPins.MAX_PINS}</td><td>4096 (address, name) pins</td><td>the oldest pin is forgotten</td></tr>
  * <tr><td>{@code DnsPins.MAX_NAMES_PER_ADDRESS}</td><td>8</td><td>the oldest name of that address is forgotten</td></tr>
  * <tr><td>{@code HttpParser.MAX_REQUEST_LINE_BYTES}</td><td>8234 (method 32 + target 8192 + 10)</td><td>414, connection closed</td></tr>

@@ -7,6 +7,7 @@ import openshell.isolation.BackendException;
 import openshell.isolation.DenyReason;
 import openshell.isolation.IdentityResolution;
 import openshell.isolation.PendingDnsQuery;
+import openshell.isolation.dns.DnsMessage;
 
 /** One DNS query received by the relay, waiting for the decision side's answer. */
 final class DnsQuery implements PendingDnsQuery {
@@ -62,7 +63,10 @@ final class DnsQuery implements PendingDnsQuery {
             throw new BackendException(BackendException.Kind.INVALID, "this query was already answered");
         }
         try {
-            reply.accept(DnsMessages.refusal(query, reason));
+            // REFUSED for a decision (policy, identity), SERVFAIL for what may pass (unavailable, exhausted,
+            // timeout): either way the resolver stops at once instead of retrying.
+            reply.accept(DnsMessage.refusal(query, reason == DenyReason.POLICY || reason == DenyReason.IDENTITY_UNRESOLVED
+                    ? DnsMessage.RCODE_REFUSED : DnsMessage.RCODE_SERVFAIL));
         } finally {
             settled.complete(null);
         }

@@ -13,6 +13,7 @@ import java.nio.channels.ServerSocketChannel;
 import java.util.concurrent.Semaphore;
 import openshell.isolation.IdentityResolution;
 import openshell.isolation.PendingDnsQuery;
+import openshell.isolation.dns.DnsMessage;
 
 /**
  * The workload's resolver: {@code 127.0.0.53:53}, UDP and TCP, inside the workload's network
@@ -76,7 +77,7 @@ final class DnsRelay implements AutoCloseable {
                 buffer.flip();
                 byte[] query = new byte[buffer.remaining()];
                 buffer.get(query);
-                if (!DnsMessages.isQuery(query)) {
+                if (!DnsMessage.isQuery(query)) {
                     continue;
                 }
                 DnsQuery pending = new DnsQuery(query, asker(from), response -> {
@@ -128,7 +129,7 @@ final class DnsRelay implements AutoCloseable {
             while (true) {
                 int length = in.readUnsignedShort();
                 byte[] query = in.readNBytes(length);
-                if (query.length != length || !DnsMessages.isQuery(query)) {
+                if (query.length != length || !DnsMessage.isQuery(query)) {
                     return;
                 }
                 java.util.concurrent.CompletableFuture<byte[]> answer = new java.util.concurrent.CompletableFuture<>();

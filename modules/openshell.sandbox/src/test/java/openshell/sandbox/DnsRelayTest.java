@@ -14,6 +14,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicBoolean;
 import openshell.isolation.DenyReason;
 import openshell.isolation.PendingDnsQuery;
+import openshell.isolation.dns.DnsMessage;
 import openshell.linux.ChildExit;
 import org.junit.jupiter.api.Test;
 
@@ -51,7 +52,7 @@ class DnsRelayTest {
     }
 
     static byte[] answer(byte[] query) {
-        int end = DnsMessages.questionEnd(query);
+        int end = DnsMessage.questionEnd(query);
         int qtype = (query[end - 4] & 0xff) << 8 | query[end - 3] & 0xff;
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         out.write(query, 0, end);

@@ -19,6 +19,7 @@ import openshell.isolation.BackendException;
 import openshell.isolation.DenyReason;
 import openshell.isolation.IdentityResolution;
 import openshell.isolation.PendingDnsQuery;
+import openshell.isolation.dns.DnsMessage;
 import openshell.policy.AddressClass;
 import openshell.policy.Decision;
 import openshell.policy.DenyCause;
@@ -31,6 +32,8 @@ import openshell.policy.PolicyGeneration;
  * checked here. Other names get NXDOMAIN, an unresolved caller REFUSED.
  */
 final class DnsPlane {
+    /** Most addresses in one answer. */
+    static final int MAX_ANSWERS = 16;
     /** Most queries being answered at once; beyond it a query is refused EXHAUSTED. */
     static final int MAX_IN_FLIGHT = 64;
     /** TTL of every answer; the pin lives this long plus {@link DnsPins#PIN_GRACE}. */
@@ -210,7 +213,7 @@ final class DnsPlane {
         List<InetAddress> answers = new ArrayList<>();
         int refused = 0;
         for (InetAddress a : addresses) {
-            if (!DnsMessage.family(a, q.type()) || answers.size() == DnsMessage.MAX_ANSWERS) {
+            if (!DnsMessage.family(a, q.type()) || answers.size() == MAX_ANSWERS) {
                 continue;
             }
             if (aliased || AddressClass.permits(a, allow.hostDeclaredExactly())) {

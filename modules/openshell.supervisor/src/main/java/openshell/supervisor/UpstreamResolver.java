@@ -13,6 +13,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 
+import openshell.isolation.dns.DnsMessage;
+
 /**
  * The operator's DNS server ({@code --upstream-resolver ADDRESS:PORT}, trusted configuration
  * carried in the supervisor bundle, never in a policy), asked over UDP instead of the host's

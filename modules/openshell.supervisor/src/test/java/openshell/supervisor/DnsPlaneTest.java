@@ -15,6 +15,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 import openshell.isolation.DenyReason;
 import openshell.isolation.IdentityResolution;
+import openshell.isolation.dns.DnsMessage;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -230,13 +231,13 @@ class DnsPlaneTest {
     @Test
     void answersAreCappedAtMaxAnswers() throws Exception {
         List<InetAddress> many = new java.util.ArrayList<>();
-        for (int i = 1; i <= DnsMessage.MAX_ANSWERS + 4; i++) {
+        for (int i = 1; i <= DnsPlane.MAX_ANSWERS + 4; i++) {
             many.add(InetAddress.ofLiteral("93.184.216." + i));
         }
         try (Fixture f = Fixture.start(POLICY, b -> b.resolver(name -> many))) {
             @SuppressWarnings("unchecked")
             List<InetAddress> got = (List<InetAddress>) decode(f.resolve(who("/usr/bin/curl"), "www.example.test"))[1];
-            assertEquals(many.subList(0, DnsMessage.MAX_ANSWERS), got);
+            assertEquals(many.subList(0, DnsPlane.MAX_ANSWERS), got);
             assertTrue(f.mediation.pins().namesFor(many.getLast()).isEmpty(), "an address not answered is not pinned");
         }
     }

@@ -23,6 +23,7 @@ import openshell.isolation.DenyReason;
 import openshell.isolation.Executable;
 import openshell.isolation.IdentityResolution;
 import openshell.isolation.SandboxId;
+import openshell.isolation.dns.DnsMessage;
 import openshell.policy.Policy;
 import openshell.policy.PolicyGeneration;
 

@@ -15,6 +15,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 import openshell.isolation.DenyReason;
 import openshell.isolation.TcpDestination;
+import openshell.isolation.dns.DnsMessage;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 

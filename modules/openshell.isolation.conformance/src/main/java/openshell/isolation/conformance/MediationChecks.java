@@ -27,6 +27,7 @@ import openshell.isolation.IdentityResolution;
 import openshell.isolation.PendingDnsQuery;
 import openshell.isolation.PendingTcpOpen;
 import openshell.isolation.TcpDestination;
+import openshell.isolation.dns.DnsMessage;
 
 /** Pending opens: what they carry, one-shot decisions, and identities that must not be faked. */
 final class MediationChecks {
@@ -104,13 +105,22 @@ final class MediationChecks {
         PendingDnsQuery query = pending.orElseGet(() -> fail("no DNS query reached the mediation source ("
                 + session.process().awaitExit(Duration.ZERO).map(s -> "the probe ended with " + s).orElse("the probe still runs") + ")"));
         byte[] message = query.query();
-        assertEquals(name, DnsMessages.questionName(message), "the pending query must carry the workload's question");
+        assertEquals(name, question(message).name(), "the pending query must carry the workload's question");
         expect(Kind.INVALID, () -> query.answer(new byte[PendingDnsQuery.MAX_MESSAGE_BYTES + 1]), "an oversized answer");
         // The refused answer decided nothing: a valid one still goes through, once.
-        query.answer(DnsMessages.nameError(message));
-        expect(Kind.INVALID, () -> query.answer(DnsMessages.nameError(message)), "a second answer");
+        query.answer(DnsMessage.response(question(message), DnsMessage.RCODE_NXDOMAIN));
+        expect(Kind.INVALID, () -> query.answer(DnsMessage.response(question(message), DnsMessage.RCODE_NXDOMAIN)), "a second answer");
         expect(Kind.INVALID, () -> query.refuse(DenyReason.POLICY), "refusing an answered query");
         assertEquals(new ExitStatus.Exited(0), finish(session, "the DNS probe"), "the answer must reach the workload");
+    }
+
+    /** The query's only question, or the check fails saying why it is not a well-formed query. */
+    private static DnsMessage.Question question(byte[] message) {
+        try {
+            return DnsMessage.parse(message);
+        } catch (DnsMessage.Malformed e) {
+            return fail("the pending query is not a well-formed DNS query: " + e.getMessage());
+        }
     }
 
     private static void missingDigestEmpty(Workbench bench) {
