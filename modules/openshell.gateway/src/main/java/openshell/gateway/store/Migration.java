@@ -21,7 +21,8 @@ record Migration(int version, String description) {
             new Migration(3, "launch specifications"),
             new Migration(4, "sandbox log lines"),
             new Migration(5, "sandbox failures"),
-            new Migration(6, "log line times"));
+            new Migration(6, "log line times"),
+            new Migration(7, "replicas and sandbox leases"));
 
     List<String> statements() {
         String resource = "migrations/V" + version + ".sql";

@@ -39,10 +39,12 @@ public final class SandboxStore implements AutoCloseable {
 
     private final DbClient db;
     private final int schemaVersion;
+    private final Optional<EmbeddedOwner> owner;
 
-    private SandboxStore(DbClient db, int schemaVersion) {
+    private SandboxStore(DbClient db, int schemaVersion, Optional<EmbeddedOwner> owner) {
         this.db = db;
         this.schemaVersion = schemaVersion;
+        this.owner = owner;
     }
 
     /**
@@ -51,9 +53,21 @@ public final class SandboxStore implements AutoCloseable {
      * @param config where the database is
      * @return the store
      * @throws GatewayException UNAVAILABLE if the database cannot be reached; INCOMPATIBLE if it
-     *                          was written by a newer gateway
+     *                          was written by a newer gateway; CONFLICT if it is the embedded one
+     *                          and another gateway has it open (named in the message)
      */
     public static SandboxStore open(StoreConfig config) {
+        Optional<EmbeddedOwner> owner = config.embedded() ? Optional.of(EmbeddedOwner.take(config.jdbcUrl()))
+                : Optional.empty();
+        try {
+            return open(config, owner);
+        } catch (RuntimeException e) {
+            owner.ifPresent(EmbeddedOwner::close);
+            throw e;
+        }
+    }
+
+    private static SandboxStore open(StoreConfig config, Optional<EmbeddedOwner> owner) {
         Config dbConfig = Config.just(ConfigSources.create(Map.of(
                 "source", "jdbc",
                 "connection.url", config.jdbcUrl(),
@@ -69,7 +83,7 @@ public final class SandboxStore implements AutoCloseable {
                     + ": " + e.getMessage(), e);
         }
         try {
-            return new SandboxStore(db, SchemaMigrator.migrate(db));
+            return new SandboxStore(db, SchemaMigrator.migrate(db), owner);
         } catch (RuntimeException e) {
             db.close();
             throw e;
@@ -84,6 +98,11 @@ public final class SandboxStore implements AutoCloseable {
      */
     public ProviderStore providers(SecretBox box) {
         return new ProviderStore(db, box);
+    }
+
+    /** @return the replicas' ownership leases, kept in the same database */
+    public LeaseStore leases() {
+        return new LeaseStore(db);
     }
 
     /**
@@ -436,13 +455,14 @@ public final class SandboxStore implements AutoCloseable {
 
     /**
      * @param id the sandbox
-     * @return whether a record was removed (its launch specification and logs go with it)
+     * @return whether a record was removed (its launch specification, logs and lease go with it)
      */
     public boolean delete(SandboxId id) {
         return inTransaction(tx -> {
             tx.delete("DELETE FROM sandbox_logs WHERE sandbox_id = ?", id.value());
             tx.delete("DELETE FROM sandbox_launches WHERE sandbox_id = ?", id.value());
             tx.delete("DELETE FROM sandbox_failures WHERE sandbox_id = ?", id.value());
+            tx.delete("DELETE FROM sandbox_leases WHERE sandbox_id = ?", id.value());
             return tx.delete("DELETE FROM sandboxes WHERE id = ?", id.value()) == 1;
         });
     }
@@ -450,6 +470,7 @@ public final class SandboxStore implements AutoCloseable {
     @Override
     public void close() {
         db.close();
+        owner.ifPresent(EmbeddedOwner::close);
     }
 
     private static SandboxRecord read(DbRow row) {
