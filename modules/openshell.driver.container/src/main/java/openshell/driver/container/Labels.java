@@ -35,6 +35,8 @@ public final class Labels {
         SUPERVISOR,
         /** A container made only to upload an archive into a volume; never started. */
         STAGING,
+        /** A container made only to read the image's account files; never started. */
+        IDENTITY,
         /** The channel volume shared by the workload and its supervisor. */
         CHANNEL;
 

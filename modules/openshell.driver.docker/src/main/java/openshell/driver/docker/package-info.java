@@ -1,0 +1,2 @@
+/** The Docker driver; nothing here is exported. */
+package openshell.driver.docker;
