@@ -12,6 +12,13 @@
  * on the sandbox's own loopback. {@code policy check} and {@code policy explain} use the policy engine locally, because
  * checking a policy must not need a running gateway.
  *
+ * <p>The command line ({@code Usage}, {@code GlobalOptions}): {@code -h}/{@code --help} on every
+ * command prints its usage on stdout (exit 0); a usage error prints the usage of the command it was
+ * given to on stderr (exit 2); {@code --state}, {@code -o}/{@code --output text|json} may stand
+ * anywhere before {@code --}, and with {@code -o json} a command prints one JSON document on stdout,
+ * an error too ({@code {"error": REASON, "message": ..., "exitCode": N}}, the gateway's error shape).
+ * Progress and the CLI's own messages go to stderr, each on a line of its own.
+ *
  * <p>Exit codes: 0 success (for explain: allowed); 1 the operation failed (for check: the policy
  * has problems); 2 usage error; 3 the gateway is not running or not reachable; 4 no such sandbox;
  * 5 explain: denied; {@code exec}, {@code connect} and {@code run} exit with the command's code.

@@ -16,67 +16,21 @@ import java.util.Optional;
 
 import jakarta.json.Json;
 import jakarta.json.JsonObject;
+import jakarta.json.JsonObjectBuilder;
 import jakarta.json.JsonValue;
 import jakarta.json.JsonWriter;
 import jakarta.json.JsonWriterFactory;
 
 /**
- * {@code openshell [--state DIR] [--output human|json] COMMAND ...}. Human output by default,
- * {@code --output json} everywhere; errors say what to do; exit codes as in the module doc.
+ * {@code openshell [--state DIR] [-o text|json] COMMAND ...}. Text output by default, {@code -o json}
+ * (one JSON document on stdout) for every command that prints results; the options every command
+ * takes ({@link GlobalOptions}, {@code -h}/{@code --help} among them) may stand anywhere before
+ * {@code --}. Errors say what to do; a usage error prints the usage of the command it was given to
+ * on stderr; exit codes as in the module doc.
  */
 public final class Main {
-    static final String USAGE = """
-            usage: openshell [--state DIR] [--output human|json] COMMAND
-
-            commands:
-              gateway start [--background] [--port N] [--host H] [--driver-setting K=V]...
-                            [--host-alias NAME=ADDRESS]... [--upstream-ca FILE]...
-                            [--upstream-resolver ADDRESS:PORT]
-                                                                   run the gateway (foreground by default);
-                                                                   aliases, upstream CAs and the resolver apply
-                                                                   to every sandbox (operator configuration,
-                                                                   never policy)
-              gateway status                                       is the gateway up, and where
-              gateway stop                                         stop a background gateway
-              sandbox create --policy FILE [--name N] [--driver D] [--workspace DIR] [--provider P]... [--env K=V]...
-                             [--no-wait] -- AGENT...               admit and launch; waits until it runs
-              sandbox list                                         every sandbox
-              sandbox get NAME                                     one sandbox (recorded and observed state)
-              sandbox exec NAME [--tty] [--no-stdin] -- CMD...     run CMD in it with stdin streamed (EOF
-                                                                   half-closes it); stdout/stderr separate,
-                                                                   or merged on a PTY with --tty; exits with
-                                                                   CMD's exit code; Ctrl-C ends CMD's tree
-              sandbox connect NAME [-- CMD...]                     interactive shell (or CMD) on a PTY: raw
-                                                                   terminal, window size follows yours
-              sandbox forward NAME [LOCAL:]PORT                    relay 127.0.0.1:LOCAL on this host (default
-                                                                   LOCAL = PORT, 0 = any) to PORT on the
-                                                                   sandbox's own loopback, until Ctrl-C
-              sandbox logs NAME                                    the supervisor's recent log lines
-              sandbox stop NAME | sandbox start NAME [--no-wait]   stop every process / launch again
-              sandbox delete NAME                                  kill everything of a sandbox and remove it
-              run --policy FILE [--workspace DIR] [--provider P]... -- CMD...
-                                                                   one shot: start a gateway if none runs,
-                                                                   create a sandbox, run CMD, delete it,
-                                                                   exit with CMD's exit code
-              provider create NAME --env VAR --host H [--host H]... (--from-env VAR | --from-stdin)
-                                                                   a named secret bound to hosts; the agent
-                                                                   sees only a placeholder in VAR
-              provider list | provider delete NAME
-              policy set NAME --policy FILE [--wait]               replace a running sandbox's policy: sends it;
-                                                                   with --wait prints LOADED, or FAILED (exit 1)
-                                                                   and why
-              policy check --policy FILE                           validate; problems with line numbers, then
-                                                                   where this engine is stricter (DNS per binary)
-              policy explain --policy FILE --binary PATH [--sha256 HEX] [--ancestor PATH[@sha256:HEX]]...
-                             --host H [--address IP] --port P [--method M --path TARGET?QUERY]
-                             [--workload-root DIR]                 the decision, its rule and block, as live
-                                                                   (docs/policy.md)
-              version
-
-            state: --state, else $OPENSHELL_HOME, else ~/.openshell
-            exit codes: 0 ok (explain: allowed), 1 failed (check: invalid), 2 usage, 3 no gateway,
-                        4 no such sandbox, 5 explain: denied; exec and run: the command's own exit code
-            """;
+    /** The overview, as {@code openshell --help} prints it. */
+    static final String USAGE = Usage.of("");
     /** How long {@code gateway start --background} waits for the gateway to listen. */
     static final Duration START_TIMEOUT = Duration.ofSeconds(60);
     /** How long {@code gateway stop} waits for the gateway to exit. */
@@ -92,14 +46,14 @@ public final class Main {
     /** How long {@code sandbox create}/{@code start} wait for the sandbox's supervisor to report in. */
     static final Duration RUNNING_TIMEOUT = Duration.ofSeconds(180);
 
-    private final PrintStream out;
-    private final PrintStream err;
+    private final LineEnds out;
+    private final LineEnds err;
     private Path state;
     private boolean json;
 
     Main(PrintStream out, PrintStream err) {
-        this.out = out;
-        this.err = err;
+        this.out = new LineEnds(out);
+        this.err = new LineEnds(err);
     }
 
     /**
@@ -110,27 +64,32 @@ public final class Main {
     }
 
     int run(List<String> args) {
+        GlobalOptions options = GlobalOptions.parse(args);
+        String path = Usage.path(options.rest());
+        json = options.json();
         try {
-            Deque<String> in = new ArrayDeque<>(args);
-            state = defaultState();
-            while (!in.isEmpty() && in.peek().startsWith("--")) {
-                String option = in.pop();
-                switch (option) {
-                    case "--state" -> state = Path.of(value(in, option)).toAbsolutePath();
-                    case "--output" -> json = switch (value(in, option)) {
-                        case "json" -> true;
-                        case "human" -> false;
-                        default -> throw usage("--output is human or json");
-                    };
-                    case "--help" -> {
-                        out.print(USAGE);
-                        return 0;
-                    }
-                    default -> throw usage("unknown option " + option);
-                }
+            state = options.state().orElseGet(Main::defaultState);
+            if (options.problem().isPresent()) {
+                throw usage(options.problem().get());
             }
-            String command = in.isEmpty() ? "help" : in.pop();
-            if (command.equals("policy")) {
+            if (options.help()) {
+                out.print(Usage.of(path));
+                return 0;
+            }
+            return dispatch(new ArrayDeque<>(options.rest()));
+        } catch (CliException e) {
+            report(e, path);
+            return e.exitCode();
+        } finally {
+            out.flush();
+            err.flush();
+        }
+    }
+
+    private int dispatch(Deque<String> in) {
+        String command = in.isEmpty() ? "help" : in.pop();
+        switch (command) {
+            case "policy" -> {
                 String sub = in.isEmpty() ? "" : in.pop();
                 PolicyCommands.Output output = new PolicyCommands.Output() {
                     @Override
@@ -147,40 +106,94 @@ public final class Main {
                     case "set" -> policySet(in);
                     case "check" -> PolicyCommands.check(in, output);
                     case "explain" -> PolicyCommands.explain(in, output);
-                    default -> throw usage("policy check|explain");
+                    default -> throw unknownSubcommand("policy", sub);
                 };
             }
-            switch (command) {
-                case "gateway" -> gateway(in);
-                case "sandbox" -> {
-                    return sandbox(in);
-                }
-                case "provider" -> provider(in);
-                case "run" -> {
-                    return SandboxCommands.run(this, in);
-                }
-                case "version" -> print(Json.createObjectBuilder().add("version", version()).build(),
+            case "gateway" -> gateway(in);
+            case "sandbox" -> {
+                return sandbox(in);
+            }
+            case "provider" -> provider(in);
+            case "run" -> {
+                noJson("run");
+                return SandboxCommands.run(this, in);
+            }
+            case "version" -> {
+                end(in);
+                print(Json.createObjectBuilder().add("version", version()).build(),
                         () -> out.println("openshell " + version()));
-                case "help" -> out.print(USAGE);
-                default -> throw usage("unknown command '" + command + "'");
             }
-            return 0;
-        } catch (CliException e) {
-            if (json) {
-                out.println(write(Json.createObjectBuilder().add("error", e.getMessage())
-                        .add("exitCode", e.exitCode()).build()));
-            } else {
-                err.println("openshell: " + e.getMessage());
+            case "help" -> {
+                // help [COMMAND...]: the same as COMMAND --help; an unknown COMMAND is a usage error.
+                String of = Usage.path(List.copyOf(in));
+                if (!in.isEmpty() && of.isEmpty()) {
+                    throw usage("no command '" + String.join(" ", in) + "'");
+                }
+                out.print(Usage.of(of));
             }
-            return e.exitCode();
+            default -> throw usage("unknown command '" + command + "'");
         }
+        return 0;
+    }
+
+    /**
+     * Prints an error: text on stderr, or with {@code -o json} one error document on stdout
+     * ({@code {"error":REASON,"message":...,"exitCode":N}}, the gateway's error body's shape with the
+     * exit code added). A usage error also prints the command's usage on stderr.
+     */
+    private void report(CliException e, String path) {
+        if (json) {
+            JsonObjectBuilder doc = Json.createObjectBuilder();
+            e.details().ifPresent(d -> d.forEach(doc::add));
+            out.startLine();
+            out.println(write(doc.add("error", e.reason()).add("message", e.getMessage()).add("exitCode", e.exitCode())
+                    .build()));
+        } else {
+            message("openshell: " + e.getMessage());
+        }
+        if (e.showUsage()) {
+            err.println();
+            err.print(Usage.of(path));
+        }
+    }
+
+    /**
+     * Prints a line of the CLI's own on stderr (progress, a warning, an error), always on a line of
+     * its own: after output that did not end its line (a command's, in exec or run) it starts a new one.
+     */
+    void message(String line) {
+        if (!out.atLineStart() || !err.atLineStart()) {
+            err.println();
+            out.markLineStart();
+        }
+        err.println(line);
+    }
+
+    /** {@code -o json} is for commands that print results; these print a command's own output. */
+    void noJson(String command) {
+        if (json) {
+            throw usage("-o json does not apply to " + command + ": what it prints is the command's own output"
+                    + " (use -o json with sandbox get, list, logs, ...)");
+        }
+    }
+
+    /** Anything left on the command line is a usage error, never silently ignored. */
+    static void end(Deque<String> in) {
+        if (!in.isEmpty()) {
+            throw usage((in.peek().startsWith("-") ? "unknown option " : "unexpected argument ") + in.peek());
+        }
+    }
+
+    private static CliException unknownSubcommand(String group, String sub) {
+        return usage(sub.isEmpty() ? group + " needs a subcommand" : "unknown command '" + group + " " + sub + "'");
     }
 
     private void gateway(Deque<String> in) {
         String sub = in.isEmpty() ? "" : in.pop();
         switch (sub) {
-            case "start" -> gatewayStart(in);
+            case "start" -> gatewayStart(in, false);
             case "status" -> {
+                end(in);
                 JsonObject endpoint = GatewayClient.endpoint(state);
                 GatewayClient.Reply health = GatewayClient.connect(state).call("GET", "/healthz");
                 if (health.status() != 200) {
@@ -190,19 +203,25 @@ public final class Main {
                 print(endpoint, () -> out.println("gateway running at " + endpoint.getString("url") + " (pid "
                         + endpoint.getJsonNumber("pid") + ")"));
             }
-            case "stop" -> gatewayStop();
-            default -> throw usage("gateway start|status|stop");
+            case "stop" -> {
+                end(in);
+                gatewayStop();
+            }
+            default -> throw unknownSubcommand("gateway", sub);
         }
     }
 
-    private void gatewayStart(Deque<String> in) {
+    /**
+     * @param forRun whether {@code run} starts it: then where it runs is progress (stderr), not the result
+     */
+    private void gatewayStart(Deque<String> in, boolean forRun) {
         boolean background = false;
         List<String> options = new ArrayList<>(List.of("--state", state.toString()));
         while (!in.isEmpty()) {
             String option = in.pop();
             switch (option) {
                 case "--background" -> background = true;
-                case "--port", "--host", "--driver-setting", "--host-alias", "--upstream-resolver" -> {
+                case "--port", "--host", "--driver", "--driver-setting", "--host-alias", "--upstream-resolver" -> {
                     options.add(option);
                     options.add(value(in, option));
                 }
@@ -213,6 +232,10 @@ public final class Main {
                 default -> throw usage("unknown option for gateway start: " + option);
             }
         }
+        if (!background) {
+            noJson("gateway start in the foreground (its output is the gateway's log; -o json goes with --background)");
+        }
+        requirePrivate(state);
         Optional<JsonObject> running = runningGateway();
         if (running.isPresent()) {
             throw new CliException(CliException.FAILED, "a gateway already runs for " + state + " at "
@@ -229,6 +252,7 @@ public final class Main {
             }
             privateDirectory(state);
             Path log = state.resolve("gateway.log");
+            long logStart = Files.exists(log) ? Files.size(log) : 0;
             pb.redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
                     .redirectInput(ProcessBuilder.Redirect.from(Path.of("/dev/null").toFile()));
             Process p = pb.start();
@@ -237,21 +261,25 @@ public final class Main {
             while (true) {
                 Optional<JsonObject> up = runningGateway().filter(e -> e.getJsonNumber("pid").longValue() == p.pid());
                 if (up.isPresent()) {
-                    print(up.get(), () -> out.println("gateway running at " + up.get().getString("url")
-                            + " (pid " + p.pid() + ", log " + log + ")"));
+                    String where = "gateway running at " + up.get().getString("url") + " (pid " + p.pid() + ", log " + log + ")";
+                    if (forRun) {
+                        message("openshell: started a " + where);
+                    } else {
+                        print(up.get(), () -> out.println(where));
+                    }
                     return;
                 }
                 if (!p.isAlive()) {
                     throw new CliException(CliException.FAILED, "the gateway exited with " + p.exitValue()
-                            + " before listening; see " + log);
+                            + " before listening: " + GatewayStartLog.cause(log, logStart) + " (its whole log: " + log + ")");
                 }
                 if (Instant.now().isAfter(deadline)) {
                     p.destroy();
                     throw new CliException(CliException.FAILED, "the gateway did not listen within " + START_TIMEOUT
-                            + "; see " + log);
+                            + "; its last words: " + GatewayStartLog.cause(log, logStart) + " (its whole log: " + log + ")");
                 }
-                if (!json && Instant.now().isAfter(nextProgress)) {
-                    err.println("waiting for the gateway to listen…");
+                if (Instant.now().isAfter(nextProgress)) {
+                    message("waiting for the gateway to listen...");
                     nextProgress = Instant.now().plusSeconds(5);
                 }
                 Thread.sleep(50);
@@ -284,6 +312,7 @@ public final class Main {
         String sub = in.isEmpty() ? "" : in.pop();
         switch (sub) {
             case "list" -> {
+                end(in);
                 JsonObject body = ok(GatewayClient.connect(state).call("GET", "/v1/sandboxes"));
                 print(body, () -> {
                     List<JsonObject> items = body.getJsonArray("sandboxes").getValuesAs(JsonObject.class);
@@ -308,20 +337,24 @@ public final class Main {
             }
             case "get" -> {
                 String name = value(in, "sandbox get NAME");
+                end(in);
                 JsonObject body = ok(GatewayClient.connect(state).call("GET", "/v1/sandboxes/" + name));
                 print(body, () -> body.forEach((k, v) -> out.printf("%-18s %s%n", k + ":", plain(v))));
             }
             case "delete" -> {
                 String name = value(in, "sandbox delete NAME");
+                end(in);
                 ok(GatewayClient.connect(state).call("DELETE", "/v1/sandboxes/" + name));
                 print(Json.createObjectBuilder().add("deleted", name).build(),
                         () -> out.println("sandbox " + name + " deleted"));
             }
             case "create" -> SandboxCommands.create(this, in);
             case "exec" -> {
+                noJson("sandbox exec");
                 return SandboxCommands.exec(this, in);
             }
             case "connect" -> {
+                noJson("sandbox connect");
                 return SandboxCommands.connect(this, in);
             }
             case "forward" -> {
@@ -330,7 +363,7 @@ public final class Main {
             case "logs" -> SandboxCommands.logs(this, in);
             case "stop" -> SandboxCommands.stop(this, in);
             case "start" -> SandboxCommands.start(this, in);
-            default -> throw usage("sandbox create|list|get|exec|connect|forward|logs|stop|start|delete");
+            default -> throw unknownSubcommand("sandbox", sub);
         }
         return 0;
     }
@@ -359,8 +392,7 @@ public final class Main {
         GatewayClient.Reply reply = GatewayClient.connect(state).call("PUT", "/v1/sandboxes/" + name + "/policy"
                 + (wait ? "" : "?wait=false"), Json.createObjectBuilder().add("policy", policy).build());
         if (reply.status() == 400 && reply.body().containsKey("problems")) {
-            SandboxCommands.printProblems(this, file, reply.body());
-            return CliException.FAILED;
+            throw SandboxCommands.refusedPolicy(this, file, reply.body(), "nothing was changed");
         }
         if (reply.status() == 422) {
             print(reply.body(), () -> err.println("policy FAILED in sandbox " + name + " (generation "
@@ -399,7 +431,28 @@ public final class Main {
     /** Starts a background gateway for this state directory unless one runs; used by {@code run}. */
     void ensureGateway() {
         if (runningGateway().isEmpty()) {
-            gatewayStart(new ArrayDeque<>(List.of("--background")));
+            gatewayStart(new ArrayDeque<>(List.of("--background")), true);
+        }
+    }
+
+    /**
+     * An existing state directory must be private to its user, as the gateway requires (it keeps the
+     * API token and the signing key there): said here with the command that fixes it.
+     */
+    static void requirePrivate(Path dir) {
+        if (!Files.isDirectory(dir)) {
+            return;
+        }
+        try {
+            String perms = java.nio.file.attribute.PosixFilePermissions.toString(Files.getPosixFilePermissions(dir));
+            if (!perms.equals("rwx------")) {
+                throw new CliException(CliException.FAILED, "the state directory " + dir + " has permissions " + perms
+                        + ", but it holds the gateway's API token and signing key and must be private to its user"
+                        + " (rwx------); fix it with: chmod 700 " + dir);
+            }
+        } catch (IOException e) {
+            throw new CliException(CliException.FAILED, "cannot read the permissions of the state directory " + dir
+                    + ": " + e.getMessage());
         }
     }
 
@@ -451,6 +504,7 @@ public final class Main {
                         + body.getString("env") + "=" + body.getString("placeholder")));
             }
             case "list" -> {
+                end(in);
                 JsonObject body = ok(GatewayClient.connect(state).call("GET", "/v1/providers"));
                 print(body, () -> {
                     List<JsonObject> items = body.getJsonArray("providers").getValuesAs(JsonObject.class);
@@ -466,11 +520,12 @@ public final class Main {
             }
             case "delete" -> {
                 String name = value(in, "provider delete NAME");
+                end(in);
                 ok(GatewayClient.connect(state).call("DELETE", "/v1/providers/" + name));
                 print(Json.createObjectBuilder().add("deleted", name).build(),
                         () -> out.println("provider " + name + " deleted"));
             }
-            default -> throw usage("provider create|list|delete");
+            default -> throw unknownSubcommand("provider", sub);
         }
     }
 
@@ -493,7 +548,10 @@ public final class Main {
             case 401 -> CliException.NO_GATEWAY;
             default -> CliException.FAILED;
         };
-        throw new CliException(code, message);
+        // The gateway's reason goes into the JSON error document; every error body of it has one.
+        String reason = reply.body().get("error") instanceof jakarta.json.JsonString r ? r.getString()
+                : CliException.reasonOf(code);
+        throw CliException.fromGateway(code, reason, message, reply.body());
     }
 
     private Optional<JsonObject> runningGateway() {
@@ -583,6 +641,6 @@ public final class Main {
     }
 
     static CliException usage(String message) {
-        return new CliException(CliException.USAGE, message + "\n" + USAGE);
+        return CliException.usage(message);
     }
 }

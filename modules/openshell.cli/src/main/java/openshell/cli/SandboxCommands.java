@@ -46,13 +46,17 @@ final class SandboxCommands {
     }
 
     static void create(Main main, Deque<String> in) {
-        JsonObject created = admit(main, in, false);
+        JsonObject created = submit(main, prepare(in, false));
         main.print(created, () -> main.out().println("sandbox " + created.getString("name") + " (" + created.getString("id")
                 + ") " + created.getString("state")));
     }
 
-    /** Parses create's options and the agent after {@code --}, admits, and waits for RUNNING unless told not to. */
-    private static JsonObject admit(Main main, Deque<String> in, boolean idleAgent) {
+    /** A create request as parsed, its policy read: nothing has been asked of the gateway yet. */
+    private record Admission(String policyFile, JsonObject body, boolean waitForRunning) {
+    }
+
+    /** Parses create's options and the agent after {@code --} (run: the idle agent) and reads the policy. */
+    private static Admission prepare(Deque<String> in, boolean idleAgent) {
         String policyFile = null;
         String name = null;
         String workspace = null;
@@ -76,7 +80,12 @@ final class SandboxCommands {
                     }
                     env.add(kv.substring(0, eq), kv.substring(eq + 1));
                 }
-                case "--no-wait" -> wait = false;
+                case "--no-wait" -> {
+                    if (idleAgent) {
+                        throw Main.usage("run always waits for its sandbox: --no-wait is for sandbox create");
+                    }
+                    wait = false;
+                }
                 default -> throw Main.usage("unknown option " + option);
             }
         }
@@ -100,14 +109,18 @@ final class SandboxCommands {
             // A request may only name the driver the gateway's own configuration runs; it never picks one.
             body.add("driver", driver);
         }
+        return new Admission(policyFile, body.build(), wait);
+    }
+
+    /** Admits, and waits for RUNNING unless told not to. */
+    private static JsonObject submit(Main main, Admission admission) {
         GatewayClient gateway = GatewayClient.connect(main.state());
-        GatewayClient.Reply reply = gateway.call("POST", "/v1/sandboxes", body.build());
+        GatewayClient.Reply reply = gateway.call("POST", "/v1/sandboxes", admission.body());
         if (reply.status() == 400 && reply.body().containsKey("problems")) {
-            printProblems(main, policyFile, reply.body());
-            throw new CliException(CliException.FAILED, "nothing was created");
+            throw refusedPolicy(main, admission.policyFile(), reply.body(), "nothing was created");
         }
         JsonObject created = Main.ok(reply);
-        return wait ? awaitRunning(main, gateway, created.getString("id")) : created;
+        return admission.waitForRunning() ? awaitRunning(main, gateway, created.getString("id")) : created;
     }
 
     /**
@@ -179,7 +192,7 @@ final class SandboxCommands {
                     code = ended.get().exitCode().get();
                 } else {
                     interrupted.cancel();
-                    main.err().println("openshell: interrupted; " + String.join(" ", cmd) + " did not end within "
+                    main.message("openshell: interrupted; " + String.join(" ", cmd) + " did not end within "
                             + INTERRUPT_GRACE.toSeconds() + " s of SIGINT and was terminated");
                 }
             } catch (InterruptedException e) {
@@ -279,22 +292,44 @@ final class SandboxCommands {
         return exit.get();
     }
 
+    /**
+     * {@code sandbox logs NAME [--denied] [--since DURATION|TIMESTAMP]}: the kept lines, the
+     * supervisor's decisions among them in words ({@link SandboxLogView}); with {@code -o json} the
+     * gateway's answer as it is, entries with their source, time and audit record.
+     */
     static void logs(Main main, Deque<String> in) {
         String name = Main.value(in, "sandbox logs NAME");
-        JsonObject body = Main.ok(GatewayClient.connect(main.state()).call("GET", "/v1/sandboxes/" + name + "/logs"));
-        main.print(body, () -> body.getJsonArray("lines").getValuesAs(JsonString.class)
-                .forEach(l -> main.out().println(l.getString())));
+        StringBuilder query = new StringBuilder();
+        while (!in.isEmpty()) {
+            String option = in.pop();
+            switch (option) {
+                case "--denied" -> query.append(query.isEmpty() ? "?" : "&").append("denied=true");
+                case "--since" -> query.append(query.isEmpty() ? "?" : "&").append("since=")
+                        .append(SandboxLogView.since(Main.value(in, option), Instant.now()));
+                default -> throw Main.usage("unknown option " + option);
+            }
+        }
+        JsonObject body = Main.ok(GatewayClient.connect(main.state()).call("GET", "/v1/sandboxes/" + name + "/logs" + query));
+        main.print(body, () -> SandboxLogView.lines(body).forEach(main.out()::println));
     }
 
     static void stop(Main main, Deque<String> in) {
         String name = Main.value(in, "sandbox stop NAME");
+        Main.end(in);
         JsonObject body = Main.ok(GatewayClient.connect(main.state()).call("POST", "/v1/sandboxes/" + name + "/stop"));
         main.print(body, () -> main.out().println("sandbox " + name + " " + body.getString("state")));
     }
 
     static void start(Main main, Deque<String> in) {
         String name = Main.value(in, "sandbox start NAME");
-        boolean wait = !(in.size() == 1 && in.peek().equals("--no-wait"));
+        boolean wait = true;
+        while (!in.isEmpty()) {
+            String option = in.pop();
+            if (!option.equals("--no-wait")) {
+                throw Main.usage("unknown option " + option);
+            }
+            wait = false;
+        }
         GatewayClient gateway = GatewayClient.connect(main.state());
         JsonObject started = Main.ok(gateway.call("POST", "/v1/sandboxes/" + name + "/start"));
         JsonObject body = wait ? awaitRunning(main, gateway, started.getString("id")) : started;
@@ -311,10 +346,11 @@ final class SandboxCommands {
         while (!in.isEmpty() && !in.peek().equals("--")) {
             before.add(in.pop());
         }
+        // Every option is checked before anything starts: a usage error leaves no gateway behind.
+        Admission admission = prepare(new java.util.ArrayDeque<>(before), true);
         List<String> cmd = command(in, "CMD");
         main.ensureGateway();
-        java.util.ArrayDeque<String> options = new java.util.ArrayDeque<>(before);
-        JsonObject sandbox = admit(main, options, true);
+        JsonObject sandbox = submit(main, admission);
         String id = sandbox.getString("id");
         GatewayClient gateway = GatewayClient.connect(main.state());
         try {
@@ -322,7 +358,7 @@ final class SandboxCommands {
         } finally {
             GatewayClient.Reply deleted = gateway.call("DELETE", "/v1/sandboxes/" + id);
             if (deleted.status() != 204) {
-                main.err().println("openshell: could not delete sandbox " + id + ": "
+                main.message("openshell: could not delete sandbox " + id + ": "
                         + deleted.body().getString("message", "HTTP " + deleted.status())
                         + " (openshell sandbox delete " + id + ")");
             }
@@ -347,9 +383,10 @@ final class SandboxCommands {
                         + Main.RUNNING_TIMEOUT + "; observed: " + s.getString("observed", "?") + " "
                         + s.getString("observedDetail", "") + " (openshell sandbox get " + id + ")");
             }
-            if (!main.json() && Instant.now().isAfter(nextProgress)) {
-                main.err().println("waiting for sandbox " + id + " to run (" + state + ", "
-                        + s.getString("observed", "?") + ")…");
+            if (Instant.now().isAfter(nextProgress)) {
+                // Progress on stderr, a line of its own; the result goes to stdout once it runs.
+                main.message("waiting for sandbox " + id + " to run (" + state + ", "
+                        + s.getString("observed", "?") + ")...");
                 nextProgress = Instant.now().plusSeconds(5);
             }
             try {
@@ -382,13 +419,20 @@ final class SandboxCommands {
         }
     }
 
-    static void printProblems(Main main, String file, JsonObject body) {
-        main.print(body, () -> {
-            main.err().println("openshell: the policy " + file + " was refused; nothing was changed:");
-            for (JsonObject p : body.getJsonArray("problems").getValuesAs(JsonObject.class)) {
+    /**
+     * A policy the gateway refused: its problems on stderr with line numbers (as text), and the
+     * error to throw, whose JSON document carries the problems.
+     */
+    static CliException refusedPolicy(Main main, String file, JsonObject body, String outcome) {
+        List<JsonObject> problems = body.getJsonArray("problems").getValuesAs(JsonObject.class);
+        if (!main.json()) {
+            main.message("openshell: the policy " + file + " was refused (" + problems.size() + " problem(s)):");
+            for (JsonObject p : problems) {
                 main.err().println("  " + file + ":" + p.getInt("line") + ":" + p.getInt("column") + ": "
                         + p.getString("path") + ": " + p.getString("message"));
             }
-        });
+        }
+        return CliException.fromGateway(CliException.FAILED, body.getString("error", "INVALID_POLICY"),
+                "the policy " + file + " was refused; " + outcome + " (openshell policy check --policy " + file + ")", body);
     }
 }
