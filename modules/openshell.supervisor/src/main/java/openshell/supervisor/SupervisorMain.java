@@ -618,6 +618,14 @@ public final class SupervisorMain {
 
         private void giveSocketTo(long uid) {
             try {
+                if (!root()) {
+                    // A supervisor that is not root (a container's nobody, the Docker driver's) cannot give the
+                    // socket away; it lets every local user connect instead. The peer is still admitted only
+                    // by its uid (SO_PEERCRED) and the runtime still proves itself by the launch's pinned TLS.
+                    Files.setPosixFilePermissions(arguments.channel(), java.nio.file.attribute.PosixFilePermissions
+                            .fromString("rw-rw-rw-"));
+                    return;
+                }
                 // The runtime runs as the sandbox's mapped root: it must be able to connect.
                 Files.setAttribute(arguments.channel(), "unix:uid", (int) uid);
                 Files.setAttribute(arguments.channel(), "unix:gid", (int) uid);
@@ -625,6 +633,11 @@ public final class SupervisorMain {
                 throw new SupervisorException("cannot give the channel " + arguments.channel() + " to uid " + uid + ": "
                         + e.getMessage());
             }
+        }
+
+        /** Whether this process runs as root (the owner of {@code /proc/self} is the effective uid). */
+        private static boolean root() throws IOException {
+            return ((Integer) Files.getAttribute(Path.of("/proc/self"), "unix:uid")) == 0;
         }
 
         private void awaitExecsEnded(GatewaySessionClient.Session session) {
