@@ -6,6 +6,7 @@
  */
 open module openshell.tests.docker {
     requires openshell.isolation;
+    requires openshell.driver;
     requires openshell.protocol;
     requires org.bouncycastle.provider;
     requires org.bouncycastle.pkix;
