@@ -75,6 +75,35 @@
  * the running boundary to that port on the sandbox's own loopback, never any other address, and it
  * counts against the same per-session bound as execs.
  *
+ * <h2>Replicas</h2>
+ * Several gateways may share one PostgreSQL database; each has a stable replica id
+ * ({@code <state>/replica-id}) and records its API address there. Each sandbox is managed by
+ * one replica at a time, the holder of its lease ({@code LeaseStore}: holder, expiry, and a
+ * fencing epoch that rises each time the lease changes hands, all by compare-and-set in the
+ * database). Only the holder observes the sandbox, calls its driver, refreshes its tokens and
+ * keeps its supervisor's session, checking its grant right before each of these; it judges its
+ * lease lapsed {@code Replicas.SAFETY_MARGIN} before the stored expiry, so it has stopped before
+ * another replica may take over. A new sandbox is leased to the replica that creates it; leases
+ * nobody holds are taken by whichever replica looks first. Any replica answers every API call:
+ * reads come from the store, and what must run at the manager (get with its observation, stop,
+ * start, delete, policy set, the one-shot exec) is relayed to it ({@code Forwarding}). The
+ * replicas must share the API token, the signing key and the secret box key (the state
+ * directory's {@code api-token}, {@code signing-key} and {@code secrets.key}). The embedded H2
+ * store serves one gateway: a second one on the same file does not start and names the first.
+ *
+ * <table>
+ * <caption>Bounds owned by the replicas</caption>
+ * <tr><th>Constant</th><th>Value</th><th>At the bound</th></tr>
+ * <tr><td>{@code LeaseStore.LEASE_DURATION}</td><td>15 s from the last acquisition or renewal</td><td>the lease is expired at that instant: any replica may take it, with the next epoch</td></tr>
+ * <tr><td>{@code Replicas.RENEW_PERIOD}</td><td>5 s between renewals (and looks for free leases)</td><td>the next pass renews</td></tr>
+ * <tr><td>{@code Replicas.SAFETY_MARGIN}</td><td>5 s before the stored expiry, counted from when the renewal was sent</td><td>the holder stops acting on the sandbox and ends its session</td></tr>
+ * <tr><td>{@code Replicas.TAKEOVER_BOUND}</td><td>20 s (lease plus one pass) after the holder's last renewal</td><td>another live replica manages the sandbox</td></tr>
+ * <tr><td>{@code Replicas.MAX_ACQUIRED_PER_PASS}</td><td>256 free leases</td><td>the rest are taken by the next pass</td></tr>
+ * <tr><td>{@code LeaseStore.MAX_API_URL_CHARS}</td><td>512</td><td>the replica does not start</td></tr>
+ * <tr><td>{@code Forwarding.CONNECT_TIMEOUT}</td><td>5 s</td><td>503: the managing replica did not answer; retry</td></tr>
+ * <tr><td>{@code Forwarding.ANSWER_TIMEOUT}</td><td>60 s until the managing replica's answer begins</td><td>503; retry</td></tr>
+ * </table>
+ *
  * <h2>Storage</h2>
  * Sandbox records live in an embedded H2 database under the state directory by default (zero
  * setup) or in PostgreSQL for several gateway replicas on one database. The schema is versioned;
@@ -132,6 +161,8 @@
  */
 module openshell.gateway {
     requires java.sql;
+    // Relaying an API call to the replica that manages the sandbox (Forwarding).
+    requires java.net.http;
     requires openshell.driver;
     requires openshell.isolation;
     requires openshell.policy;

@@ -34,15 +34,19 @@ import openshell.protocol.TokenIssuer;
 public final class GatewayServer implements AutoCloseable {
     /** Largest request body accepted; larger ones are refused before they are read. */
     public static final long MAX_REQUEST_BYTES = 64 * 1024;
+    /** The driver setting naming a drivers' state directory shared by the replicas on one host. */
+    static final String DRIVER_STATE_SETTING = "state.root";
     private final WebServer server;
     private final SandboxStore store;
     private final SessionHub sessions;
     private final ScheduledExecutorService timers;
     private final SandboxLifecycle lifecycle;
     private final SandboxObserver observer;
+    private final Replicas replicas;
 
     private GatewayServer(WebServer server, SandboxStore store, SessionHub sessions, ScheduledExecutorService timers,
-                          SandboxLifecycle lifecycle, SandboxObserver observer) {
+                          SandboxLifecycle lifecycle, SandboxObserver observer, Replicas replicas) {
+        this.replicas = replicas;
         this.lifecycle = lifecycle;
         this.observer = observer;
         this.server = server;
@@ -80,10 +84,12 @@ public final class GatewayServer implements AutoCloseable {
         SandboxLifecycle lifecycle = null;
         SessionHub sessions = null;
         SandboxObserver observer = null;
+        Replicas replicas = new Replicas(store.leases(), Replicas.loadOrCreateId(state), Clock.systemUTC(), System::nanoTime,
+                System.out);
         try {
             ProviderStore providers = store.providers(secrets);
-            DriverEnvironment driverEnvironment = new DriverEnvironment(state.resolve("drivers"), config.driverSettings());
-            sessions = new SessionHub(store, issuer, timers, Clock.systemUTC());
+            DriverEnvironment driverEnvironment = new DriverEnvironment(driverState(config, state), config.driverSettings());
+            sessions = new SessionHub(store, issuer, timers, Clock.systemUTC(), replicas);
             AtomicReference<String> url = new AtomicReference<>();
             lifecycle = new SandboxLifecycle(store, providers, drivers, driverEnvironment,
                     config.defaultDriver(), sealers.create(issuer, url::get), sessions);
@@ -108,9 +114,17 @@ public final class GatewayServer implements AutoCloseable {
                     .build()
                     .start();
             url.set("http://" + config.host() + ":" + server.port());
+            SessionHub hub = sessions;
+            try {
+                replicas.start(url.get(), hub::connected, id -> hub.disconnect(id, "this replica no longer manages the sandbox"));
+            } catch (RuntimeException e) {
+                server.stop();
+                throw e;
+            }
             observer.start();
-            return new GatewayServer(server, store, sessions, timers, lifecycle, observer);
+            return new GatewayServer(server, store, sessions, timers, lifecycle, observer, replicas);
         } catch (RuntimeException e) {
+            replicas.close();
             if (observer != null) {
                 observer.close();
             }
@@ -124,6 +138,23 @@ public final class GatewayServer implements AutoCloseable {
             store.close();
             throw e;
         }
+    }
+
+    /**
+     * Where the drivers keep their state: {@code <state>/drivers}, or the directory the driver
+     * setting {@value #DRIVER_STATE_SETTING} names, which replicas on one host share so that any of
+     * them can clean up what another's driver made (the process driver's id slots name it).
+     */
+    static Path driverState(GatewayConfig config, Path state) {
+        String shared = config.driverSettings().get(DRIVER_STATE_SETTING);
+        if (shared == null) {
+            return state.resolve("drivers");
+        }
+        Path dir = Path.of(shared);
+        if (!dir.isAbsolute()) {
+            throw new GatewayException(GatewayException.Reason.INVALID, DRIVER_STATE_SETTING + " must be absolute: " + shared);
+        }
+        return dir;
     }
 
     private static void routing(HttpRouting.Builder r, ApiToken token, SandboxStore store) {
@@ -217,6 +248,8 @@ public final class GatewayServer implements AutoCloseable {
         observer.close();
         sessions.close();
         server.stop();
+        // After the API stopped: the leases go back at once, for the other replicas to take.
+        replicas.close();
         lifecycle.close();
         timers.shutdownNow();
         store.close();

@@ -42,7 +42,8 @@ import openshell.protocol.wire.RemoteExecEvent;
  * line: {@code {"stdout": base64}}, {@code {"stderr": base64}}, and last {@code {"exit": N}} or
  * {@code {"error": "..."}}. This one-shot form takes its whole stdin in the request; the streamed,
  * interactive form is the {@code SandboxExec} gRPC stream ({@link ExecEndpoint}). A caller that
- * disconnects before the exit terminates the exec.
+ * disconnects before the exit terminates the exec. Any replica answers: reads come from the shared
+ * store, and a call that must run where the sandbox is managed is relayed there ({@link Forwarding}).
  */
 final class SandboxApi {
     /** Largest standard input an exec request carries (base64-decoded). */
@@ -57,8 +58,10 @@ final class SandboxApi {
     private final SandboxLifecycle lifecycle;
     private final SessionHub sessions;
     private final SandboxObserver observer;
+    private final Forwarding forwarding;
 
     SandboxApi(SandboxStore store, SandboxLifecycle lifecycle, SessionHub sessions, SandboxObserver observer) {
+        this.forwarding = new Forwarding(lifecycle.replicas());
         this.store = store;
         this.lifecycle = lifecycle;
         this.sessions = sessions;
@@ -79,16 +82,32 @@ final class SandboxApi {
             String body = req.content().as(String.class);
             GatewayServer.guarded(res, () -> create(body, res));
         });
-        r.get("/v1/sandboxes/{ref}", (req, res) -> GatewayServer.guarded(res, () ->
-                GatewayServer.send(res, Status.OK_200, detailed(find(req)))));
-        r.delete("/v1/sandboxes/{ref}", (req, res) -> GatewayServer.guarded(res, () -> {
-            lifecycle.delete(find(req));
-            res.status(Status.NO_CONTENT_204).send();
+        // What the managing replica observes and does: relayed there when another one manages the sandbox.
+        r.get("/v1/sandboxes/{ref}", (req, res) -> GatewayServer.guarded(res, () -> {
+            SandboxRecord s = find(req);
+            if (!forwarding.relayed(req, res, "", s, managedHere(s))) {
+                GatewayServer.send(res, Status.OK_200, detailed(s));
+            }
         }));
-        r.post("/v1/sandboxes/{ref}/stop", (req, res) -> GatewayServer.guarded(res, () ->
-                GatewayServer.send(res, Status.OK_200, JsonBodies.sandbox(lifecycle.stop(find(req))))));
-        r.post("/v1/sandboxes/{ref}/start", (req, res) -> GatewayServer.guarded(res, () ->
-                GatewayServer.send(res, Status.OK_200, JsonBodies.sandbox(lifecycle.start(find(req))))));
+        r.delete("/v1/sandboxes/{ref}", (req, res) -> GatewayServer.guarded(res, () -> {
+            SandboxRecord s = find(req);
+            if (!forwarding.relayed(req, res, "", s, managedHere(s))) {
+                lifecycle.delete(s);
+                res.status(Status.NO_CONTENT_204).send();
+            }
+        }));
+        r.post("/v1/sandboxes/{ref}/stop", (req, res) -> GatewayServer.guarded(res, () -> {
+            SandboxRecord s = find(req);
+            if (!forwarding.relayed(req, res, "", s, managedHere(s))) {
+                GatewayServer.send(res, Status.OK_200, JsonBodies.sandbox(lifecycle.stop(s)));
+            }
+        }));
+        r.post("/v1/sandboxes/{ref}/start", (req, res) -> GatewayServer.guarded(res, () -> {
+            SandboxRecord s = find(req);
+            if (!forwarding.relayed(req, res, "", s, managedHere(s))) {
+                GatewayServer.send(res, Status.OK_200, JsonBodies.sandbox(lifecycle.start(s)));
+            }
+        }));
         r.get("/v1/sandboxes/{ref}/logs", (req, res) -> GatewayServer.guarded(res, () -> {
             LogQuery.Filter filter = LogQuery.Filter.of(req.query().first("denied").asOptional(),
                     req.query().first("since").asOptional());
@@ -102,11 +121,21 @@ final class SandboxApi {
         r.put("/v1/sandboxes/{ref}/policy", (req, res) -> {
             String body = req.content().as(String.class);
             boolean wait = !req.query().first("wait").map("false"::equals).orElse(false);
-            GatewayServer.guarded(res, () -> setPolicy(find(req), body, wait, res));
+            GatewayServer.guarded(res, () -> {
+                SandboxRecord s = find(req);
+                if (!forwarding.relayed(req, res, body, s, sessions.connected(s.id()))) {
+                    setPolicy(s, body, wait, res);
+                }
+            });
         });
         r.post("/v1/sandboxes/{ref}/exec", (req, res) -> {
             String body = req.content().as(String.class);
-            GatewayServer.guarded(res, () -> exec(find(req), body, res));
+            GatewayServer.guarded(res, () -> {
+                SandboxRecord s = find(req);
+                if (!forwarding.relayed(req, res, body, s, sessions.connected(s.id()))) {
+                    exec(s, body, res);
+                }
+            });
         });
     }
 
@@ -248,12 +277,19 @@ final class SandboxApi {
         return env;
     }
 
+    /** Whether this replica manages the sandbox (taking its lease now if nobody holds it). */
+    private boolean managedHere(SandboxRecord record) {
+        return lifecycle.replicas().manage(record.id()).isPresent();
+    }
+
     private JsonObject detailed(SandboxRecord record) {
         // The session's state after the observation: a supervisor seen gone has its session ended.
         DriverStatus observed = observer.observeNow(record);
         JsonObjectBuilder b = Json.createObjectBuilder(JsonBodies.sandbox(record, store.failure(record)));
         b.add("observed", observed.phase().name()).add("observedDetail", observed.detail())
-                .add("sessionConnected", sessions.connected(record.id()));
+                .add("sessionConnected", sessions.connected(record.id()))
+                .add("managedBy", lifecycle.replicas().grant(record.id()).map(g -> lifecycle.replicas().id())
+                        .or(() -> lifecycle.replicas().manager(record.id()).map(Replicas.Manager::replica)).orElse(""));
         store.launchSpec(record.id()).map(LaunchSpec::fromJson).ifPresent(spec -> {
             JsonArrayBuilder argv = Json.createArrayBuilder();
             spec.agent().argv().forEach(argv::add);

@@ -41,6 +41,11 @@ import openshell.protocol.wire.PolicyOutcome;
  * driver is the one trusted configuration names ({@link GatewayConfig#defaultDriver()}); nothing in
  * a request can choose it, or the topology, or the workload identity. Every launch gets a fresh
  * session lineage, a higher runtime generation and its own token pair.
+ *
+ * <p>Among replicas, a sandbox is created under a lease this replica takes for its new id, and
+ * stop, start, delete and the observer's cleanup act only under this replica's lease, confirmed
+ * in the database right before the driver is called ({@link Replicas}); the API forwards an
+ * operation on a sandbox another replica manages to that replica.
  */
 final class SandboxLifecycle {
     /** The unprivileged identity a workload runs as inside its user namespace when its policy names none. */
@@ -60,9 +65,17 @@ final class SandboxLifecycle {
     private final ConcurrentHashMap<String, Long> sentGenerations = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<String, Object> policyLocks = new ConcurrentHashMap<>();
     private final Transitions transitions = new Transitions();
+    private final Replicas replicas;
 
     SandboxLifecycle(SandboxStore store, ProviderStore providers, DriverRegistry drivers,
                      DriverEnvironment driverEnvironment, String driverName, LaunchSealer sealer, SessionHub sessions) {
+        this(store, providers, drivers, driverEnvironment, driverName, sealer, sessions, sessions.replicas());
+    }
+
+    SandboxLifecycle(SandboxStore store, ProviderStore providers, DriverRegistry drivers,
+                     DriverEnvironment driverEnvironment, String driverName, LaunchSealer sealer, SessionHub sessions,
+                     Replicas replicas) {
+        this.replicas = replicas;
         this.store = store;
         this.providers = providers;
         this.drivers = drivers;
@@ -82,6 +95,22 @@ final class SandboxLifecycle {
     /** One instance per driver name for the gateway's life, closed with it. */
     private ComputeDriver live(String name) {
         return live.computeIfAbsent(name, n -> drivers.driver(n, driverEnvironment));
+    }
+
+    /** @return this gateway's part among the replicas */
+    Replicas replicas() {
+        return replicas;
+    }
+
+    /**
+     * @return this replica's grant for the sandbox, taken now if nobody holds its lease
+     * @throws GatewayException UNAVAILABLE when another replica manages it
+     */
+    private Replicas.Grant managed(SandboxRecord record) {
+        return replicas.manage(record.id()).orElseThrow(() -> new GatewayException(Reason.UNAVAILABLE, "sandbox "
+                + record.name() + " is managed by " + replicas.manager(record.id()).map(m -> "replica " + m.replica()
+                + " at " + m.apiUrl()).orElse("another replica, whose lease lapses within " + Replicas.TAKEOVER_BOUND)
+                + "; retry"));
     }
 
     /** Closes the drivers: their warm spares end; sandboxes are not touched. */
@@ -129,15 +158,24 @@ final class SandboxLifecycle {
     SandboxRecord create(String name, String policy, LaunchSpec spec) {
         requireValid(policy);
         SandboxId id = new SandboxId("sb-" + randomLabel());
+        // Leased before anything exists: no other replica can act on it while it is made.
+        Replicas.Grant grant = replicas.manage(id).orElseThrow(() -> new GatewayException(Reason.UNAVAILABLE,
+                "replica " + replicas.id() + " cannot take a lease (is it being replaced?)"));
         Runnable done = transitions.begin(id);
+        boolean recorded = false;
         try {
-            return create(id, name, policy, spec);
+            SandboxRecord record = create(id, name, policy, spec, grant);
+            recorded = true;
+            return record;
         } finally {
             done.run();
+            if (!recorded) {
+                replicas.abandon(id);
+            }
         }
     }
 
-    private SandboxRecord create(SandboxId id, String name, String policy, LaunchSpec spec) {
+    private SandboxRecord create(SandboxId id, String name, String policy, LaunchSpec spec, Replicas.Grant grant) {
         String chosen = name.isEmpty() ? id.value() : name;
         if (store.findByName(chosen).isPresent()) {
             throw new GatewayException(Reason.CONFLICT, "a sandbox named '" + chosen + "' already exists");
@@ -149,6 +187,7 @@ final class SandboxLifecycle {
                 PolicySnapshot.of(1, policy.getBytes(StandardCharsets.UTF_8)), agent,
                 StaticSections.workload(StaticSections.admitted(policy)));
         LaunchPlan plan = new LaunchPlan(context, 1, sealer.seal(context, 1, 1, credentials(spec)), spec.driverOptions());
+        replicas.check(grant);
         Provisioned provisioned = driver.create(plan);
         Instant now = Instant.now().truncatedTo(ChronoUnit.MILLIS);
         try {
@@ -170,15 +209,17 @@ final class SandboxLifecycle {
 
     /** Stops every process of the sandbox, keeping its workspace and record. */
     SandboxRecord stop(SandboxRecord record) {
+        Replicas.Grant grant = managed(record);
         Runnable done = transitions.begin(record.id());
         try {
-            return stopping(record);
+            return stopping(record, grant);
         } finally {
             done.run();
         }
     }
 
-    private SandboxRecord stopping(SandboxRecord record) {
+    private SandboxRecord stopping(SandboxRecord record, Replicas.Grant grant) {
+        replicas.confirm(grant);
         sessions.disconnect(record.id());
         driver(record).stop(record.id(), record.provisioned().state());
         sessions.note(record.id(), "stopped");
@@ -188,15 +229,16 @@ final class SandboxLifecycle {
 
     /** Launches a stopped sandbox again: new lineage, next generation, epoch 1 of that lineage. */
     SandboxRecord start(SandboxRecord record) {
+        Replicas.Grant grant = managed(record);
         Runnable done = transitions.begin(record.id());
         try {
-            return starting(record);
+            return starting(record, grant);
         } finally {
             done.run();
         }
     }
 
-    private SandboxRecord starting(SandboxRecord record) {
+    private SandboxRecord starting(SandboxRecord record, Replicas.Grant grant) {
         if (record.state() != SandboxState.STOPPED && record.state() != SandboxState.FAILED) {
             throw new GatewayException(Reason.CONFLICT, "sandbox " + record.name() + " is " + record.state()
                     + "; only a STOPPED or FAILED sandbox can be started");
@@ -210,6 +252,7 @@ final class SandboxLifecycle {
                 withProviders(spec), StaticSections.workload(StaticSections.admitted(record.policyDocument())));
         LaunchPlan plan = new LaunchPlan(context, next.runtimeGeneration(),
                 sealer.seal(context, next.runtimeGeneration(), 1, credentials(spec)), spec.driverOptions());
+        replicas.confirm(grant);
         Provisioned provisioned = driver(record).start(record.id(), record.provisioned().state(), plan);
         sessions.note(record.id(), "started (runtime generation " + next.runtimeGeneration() + ")");
         return store.update(next.withProvisioned(provisioned).withState(SandboxState.PROVISIONING));
@@ -217,20 +260,23 @@ final class SandboxLifecycle {
 
     /** The trusted cleanup path: the driver removes everything, supervisor or not, then the record goes. */
     void delete(SandboxRecord record) {
+        Replicas.Grant grant = managed(record);
         Runnable done = transitions.begin(record.id());
         try {
-            deleting(record);
+            deleting(record, grant);
         } finally {
             done.run();
         }
     }
 
-    private void deleting(SandboxRecord record) {
+    private void deleting(SandboxRecord record, Replicas.Grant grant) {
+        replicas.confirm(grant);
         // The state alone, so a delete right after Running does not fail on the session's first epoch refresh.
         store.setState(record.id(), SandboxState.DELETING);
         sessions.disconnect(record.id());
         driver(record).delete(record.id(), record.provisioned().state());
         store.delete(record.id());
+        replicas.forget(record.id());
         sentGenerations.remove(record.id().value());
         policyLocks.remove(record.id().value());
     }
@@ -249,6 +295,7 @@ final class SandboxLifecycle {
      * @throws DriverException when it cannot tell (the observer then changes nothing)
      */
     DriverStatus driverStatus(SandboxRecord record) {
+        replicas.check(managed(record));
         return driver(record).status(record.id(), record.provisioned().state());
     }
 
@@ -257,6 +304,7 @@ final class SandboxLifecycle {
      * process of the sandbox, keeping what start needs; the caller records why.
      */
     void terminate(SandboxRecord record) {
+        replicas.confirm(managed(record));
         sessions.disconnect(record.id(), "the gateway stops what is left of the sandbox");
         driver(record).stop(record.id(), record.provisioned().state());
     }

@@ -41,6 +41,10 @@ import openshell.isolation.SandboxId;
  * ({@link Transitions}), only after {@link #CONFIRMATIONS} observations in a row of the same
  * record version, and writes conditionally on that version, so an operation of this or another
  * replica always wins. A store or driver error costs one pass, never the observer.
+ *
+ * <p>Among replicas it looks only at the sandboxes whose lease this replica holds or takes now
+ * because nobody holds it ({@link Replicas}), and checks the grant right before each driver call
+ * and before a failure is acted on: a replica that lost a lease stops observing that sandbox.
  */
 final class SandboxObserver implements AutoCloseable {
     /** How often every sandbox is looked at. */
@@ -76,6 +80,7 @@ final class SandboxObserver implements AutoCloseable {
     private final SandboxStore store;
     private final SandboxLifecycle lifecycle;
     private final SessionHub sessions;
+    private final Replicas replicas;
     private final Clock clock;
     private final PrintStream log;
     private final Map<String, Observation> latest = new ConcurrentHashMap<>();
@@ -88,9 +93,15 @@ final class SandboxObserver implements AutoCloseable {
     private String lastError = "";
 
     SandboxObserver(SandboxStore store, SandboxLifecycle lifecycle, SessionHub sessions, Clock clock, PrintStream log) {
+        this(store, lifecycle, sessions, lifecycle.replicas(), clock, log);
+    }
+
+    SandboxObserver(SandboxStore store, SandboxLifecycle lifecycle, SessionHub sessions, Replicas replicas, Clock clock,
+                    PrintStream log) {
         this.store = store;
         this.lifecycle = lifecycle;
         this.sessions = sessions;
+        this.replicas = replicas;
         this.clock = clock;
         this.log = log;
     }
@@ -111,6 +122,11 @@ final class SandboxObserver implements AutoCloseable {
      * @return what it said
      */
     DriverStatus observeNow(SandboxRecord record) {
+        if (replicas.manage(record.id()).isEmpty()) {
+            // Another replica manages it (the API forwards to it when it answers): no driver call from here.
+            return latest(record.id()).map(Observation::status).orElseGet(() -> new DriverStatus(Phase.DEGRADED,
+                    "managed by another replica, which observes it"));
+        }
         DriverStatus status = lifecycle.observe(record);
         seen(record, status);
         return status;
@@ -139,8 +155,13 @@ final class SandboxObserver implements AutoCloseable {
         abnormal.keySet().retainAll(ids);
         errors.keySet().retainAll(ids);
         List<SandboxRecord> live = new ArrayList<>();
+        Set<String> managed = replicas.claim(records.stream().map(SandboxRecord::id).toList());
         for (SandboxRecord r : records) {
-            if (r.state() == SandboxState.RUNNING || r.state() == SandboxState.PROVISIONING) {
+            if (!managed.contains(r.id().value())) {
+                // Another replica manages it: what this one saw of it is old news.
+                abnormal.remove(r.id().value());
+                latest.remove(r.id().value());
+            } else if (r.state() == SandboxState.RUNNING || r.state() == SandboxState.PROVISIONING) {
                 live.add(r);
             } else {
                 abnormal.remove(r.id().value());
@@ -172,6 +193,12 @@ final class SandboxObserver implements AutoCloseable {
             abnormal.remove(r.id().value());
             return;
         }
+        Optional<Replicas.Grant> grant = replicas.grant(r.id());
+        if (grant.isEmpty()) {
+            abnormal.remove(r.id().value());
+            return;
+        }
+        replicas.check(grant.get());
         Optional<DriverStatus> answer = ask(r);
         if (answer.isEmpty()) {
             return;
@@ -201,7 +228,7 @@ final class SandboxObserver implements AutoCloseable {
         if (judged.isEmpty() || confirmations < CONFIRMATIONS) {
             return;
         }
-        Optional<SandboxRecord> failed = fail(r, mark.getAsLong(), judged.get(), now);
+        Optional<SandboxRecord> failed = fail(r, mark.getAsLong(), judged.get(), now, grant.get());
         failed.ifPresent(f -> {
             String cause = store.failure(f).map(SandboxFailure::cause).orElse(judged.get().cause());
             abnormal.remove(r.id().value());
@@ -217,7 +244,7 @@ final class SandboxObserver implements AutoCloseable {
      * operation of its own, so no other judgement runs meanwhile; then records FAILED, if nothing
      * else changed the record. A stop that fails is said in the cause; the record moves all the same.
      */
-    private Optional<SandboxRecord> fail(SandboxRecord r, long mark, Judgement judged, Instant now) {
+    private Optional<SandboxRecord> fail(SandboxRecord r, long mark, Judgement judged, Instant now, Replicas.Grant grant) {
         Optional<Runnable> claim = lifecycle.transitions().ifQuietSince(r.id(), mark,
                 () -> Optional.of(lifecycle.transitions().begin(r.id())));
         if (claim.isEmpty()) {
@@ -225,6 +252,8 @@ final class SandboxObserver implements AutoCloseable {
         }
         try {
             String cause = judged.cause();
+            // The fencing check: a replica that lost the lease meanwhile neither stops nor records anything.
+            replicas.confirm(grant);
             try {
                 lifecycle.terminate(r);
                 if (judged.terminate()) {

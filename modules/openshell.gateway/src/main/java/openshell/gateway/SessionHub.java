@@ -49,6 +49,12 @@ import openshell.protocol.wire.TokenRefresh;
  * gateway refreshes the pair with the next epoch, so the token that opened the session (and every
  * older one) can never open another; later refreshes run {@link #REFRESH_MARGIN} before expiry.
  * A newer session for the same sandbox replaces the older one.
+ *
+ * <p>Among replicas the session lives where the lease is ({@link Replicas}): a hello at a replica
+ * that does not manage the sandbox is refused (the supervisor retries) after asking the managing
+ * replica to hand the lease over, which it does at its next renewal unless it has a session of its
+ * own; a token refresh is sent only under this replica's grant, checked right before it is sent;
+ * and a replica that loses a lease ends that sandbox's session.
  */
 final class SessionHub extends GatewaySessionGrpc.GatewaySessionImplBase {
     /** A stream that has not said hello by then is closed. */
@@ -73,8 +79,14 @@ final class SessionHub extends GatewaySessionGrpc.GatewaySessionImplBase {
     private final Map<String, Session> live = new ConcurrentHashMap<>();
     private final SandboxLogs logs;
     private final LogWriter logWriter;
+    private final Replicas replicas;
 
     SessionHub(SandboxStore store, TokenIssuer issuer, ScheduledExecutorService timers, Clock clock) {
+        this(store, issuer, timers, clock, Replicas.solo(store.leases()));
+    }
+
+    SessionHub(SandboxStore store, TokenIssuer issuer, ScheduledExecutorService timers, Clock clock, Replicas replicas) {
+        this.replicas = replicas;
         this.store = store;
         this.issuer = issuer;
         this.timers = timers;
@@ -98,6 +110,11 @@ final class SessionHub extends GatewaySessionGrpc.GatewaySessionImplBase {
      */
     TokenPair firstTokens(SandboxId id, long generation, String lineage) {
         return issuer.mintPair(grant(id.value(), generation, lineage), 1);
+    }
+
+    /** @return this gateway's part among the replicas */
+    Replicas replicas() {
+        return replicas;
     }
 
     /** @return whether a supervisor session of this sandbox is open */
@@ -221,6 +238,13 @@ final class SessionHub extends GatewaySessionGrpc.GatewaySessionImplBase {
     private Session session(SandboxId id) {
         Session s = live.get(id.value());
         if (s == null) {
+            Optional<Replicas.Manager> elsewhere = replicas.manager(id);
+            if (elsewhere.isPresent()) {
+                throw new GatewayException(GatewayException.Reason.UNAVAILABLE, "the supervisor of sandbox " + id
+                        + " has its session with replica " + elsewhere.get().replica() + " at " + elsewhere.get().apiUrl()
+                        + ": a streamed exec is not relayed between replicas yet; use that address, or the one-shot "
+                        + "POST /v1/sandboxes/{ref}/exec, which any replica relays");
+            }
             throw new GatewayException(GatewayException.Reason.UNAVAILABLE, "the supervisor of sandbox " + id
                     + " has no session with this gateway (is the sandbox running? openshell sandbox get " + id + ")");
         }
@@ -305,6 +329,14 @@ final class SessionHub extends GatewaySessionGrpc.GatewaySessionImplBase {
                 end(Status.FAILED_PRECONDITION, "the sandbox is " + record.state());
                 return;
             }
+            if (replicas.manage(record.id()).isEmpty()) {
+                // The session follows the lease: the managing replica hands it over at its next renewal.
+                replicas.want(record.id());
+                end(Status.UNAVAILABLE, "sandbox " + record.id() + " is managed by another replica"
+                        + replicas.manager(record.id()).map(m -> " (" + m.replica() + ")").orElse("")
+                        + "; it hands the lease to this one within " + Replicas.RENEW_PERIOD + ", retry");
+                return;
+            }
             if (claims.credentialEpoch() > record.credentialEpoch()) {
                 record = store.raiseEpoch(record.id(), record.runtimeGeneration(), claims.credentialEpoch());
             }
@@ -357,7 +389,11 @@ final class SessionHub extends GatewaySessionGrpc.GatewaySessionImplBase {
             SandboxRecord record = store.find(new SandboxId(sandbox)).orElseThrow(() ->
                     new GatewayException(GatewayException.Reason.NOT_FOUND, "sandbox " + sandbox + " is gone"));
             long next = record.credentialEpoch() + 1;
+            Replicas.Grant lease = replicas.grant(record.id()).orElseThrow(() -> new GatewayException(
+                    GatewayException.Reason.UNAVAILABLE, "replica " + replicas.id() + " no longer manages " + sandbox));
             TokenPair pair = issuer.mintPair(grant(sandbox, generation, lineage), next);
+            // The fencing check right before the refresh goes out.
+            replicas.check(lease);
             CompletableFuture<Long> ack = new CompletableFuture<>();
             pendingAck = ack;
             send(GatewayMessage.newBuilder().setTokens(TokenRefresh.newBuilder()

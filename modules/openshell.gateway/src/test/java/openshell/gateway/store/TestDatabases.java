@@ -9,9 +9,9 @@ import java.util.stream.Stream;
  * The two databases every store test runs against: a fresh embedded H2 file and a fresh database
  * on one real PostgreSQL server, started on first use and stopped when the test JVM exits.
  */
-final class TestDatabases {
+public final class TestDatabases {
     /** The databases the store supports. */
-    enum Database { H2, POSTGRESQL }
+    public enum Database { H2, POSTGRESQL }
 
     private static final AtomicInteger COUNTER = new AtomicInteger();
     private static PostgresServer postgres;
@@ -20,11 +20,11 @@ final class TestDatabases {
     private TestDatabases() {
     }
 
-    static Stream<Database> all() {
+    public static Stream<Database> all() {
         return Stream.of(Database.values());
     }
 
-    static synchronized StoreConfig fresh(Database db) throws Exception {
+    public static synchronized StoreConfig fresh(Database db) throws Exception {
         int n = COUNTER.incrementAndGet();
         return switch (db) {
             case H2 -> StoreConfig.embedded(Files.createDirectories(scratch().resolve("h2-" + n)));
