@@ -32,7 +32,7 @@ echo "== the sandbox benchmark"
 # whose only interface is lo (the conformance kit's wrapper); nothing reaches another machine.
 export OPENSHELL_REAL_JAVA="$JAVA_HOME/bin/java"
 exec modules/openshell.isolation.conformance/loopback-only/bin/java \
-  -cp tests/perf/sandbox/target/classes openshell.perf.sandbox.SandboxBenchmark \
+  -cp tests/perf/sandbox/target/classes:tests/support/target/classes:modules/openshell.isolation/target/classes openshell.perf.sandbox.SandboxBenchmark \
   --mode full "$@" \
   --osperf tests/perf/sandbox/target/osperf \
   --cli-lib modules/openshell.cli/target/lib \

@@ -36,7 +36,8 @@ module openshell.isolation {
     exports openshell.isolation;
     exports openshell.isolation.spi;
     // The one DNS wire format of the modules that read or answer a workload's queries.
-    exports openshell.isolation.dns to openshell.supervisor, openshell.sandbox, openshell.isolation.conformance;
+    exports openshell.isolation.dns to openshell.supervisor, openshell.sandbox, openshell.isolation.conformance,
+            openshell.tests.support;
 
     uses openshell.isolation.spi.IsolationBackendProvider;
 }

@@ -8,6 +8,7 @@ open module openshell.tests.escape {
     requires openshell.driver;
     requires openshell.isolation;
     requires openshell.protocol;
+    requires openshell.tests.support;
     requires org.junit.jupiter.api;
 
     // Every test class fails outside the loopback-only network namespace (JUnit autodetects it).

@@ -8,6 +8,7 @@ open module openshell.tests.sandbox {
     requires openshell.driver;
     requires openshell.isolation;
     requires openshell.protocol;
+    requires openshell.tests.support;
     requires org.junit.jupiter.api;
     requires jdk.httpserver;
 

@@ -32,6 +32,7 @@ import openshell.isolation.SandboxSessionId;
 import openshell.isolation.WorkloadIdentity;
 import openshell.protocol.LaunchBundles;
 import openshell.protocol.TokenIssuer;
+import openshell.tests.support.LoopbackResolver;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -80,7 +81,7 @@ class AgentInASandboxTest {
         HttpServer named = HttpServer.create(new InetSocketAddress(Loopback.NAMESPACE_ADDRESS, 0), 16);
         named.createContext("/", handler);
         named.start();
-        Loopback.Resolver dns = new Loopback.Resolver(Map.of(RESOLVED, Loopback.NAMESPACE_ADDRESS));
+        LoopbackResolver dns = LoopbackResolver.start(Map.of(RESOLVED, Loopback.NAMESPACE_ADDRESS), 0);
         String base = "http://" + API + ":" + upstream.getAddress().getPort();
         // An opaque endpoint: the supervisor relays it natively (the runtime hands the socket over).
         ServerSocket echo = new ServerSocket(0, 16, loopback);

@@ -20,6 +20,8 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.function.Function;
 
+import openshell.tests.support.LoopbackResolver;
+
 /**
  * The sandbox benchmark of issue 9: the same client (osperf, a static C program) directly on the
  * host and inside a sandbox through mediation, against the same host-side server, interleaved
@@ -121,6 +123,8 @@ public final class SandboxBenchmark {
     static final Duration RUN_DEADLINE = Duration.ofSeconds(300);
     /** The sandboxes' resolver relay, from inside (issue 5 design: 127.0.0.53). */
     static final String SANDBOX_RESOLVER = "127.0.0.53";
+    /** The port of the harness's resolver on 127.0.0.1: osperf's dns mode asks port 53. */
+    static final int DNS_PORT = 53;
     /** The name the dns scenario asks: only the harness's {@link LoopbackResolver} knows it. */
     static final String DNS_NAME = "name.perf.test";
     /** What the resolver answers for it (TEST-NET-2: nothing dials it). */
@@ -280,7 +284,7 @@ public final class SandboxBenchmark {
 
             requireLoopbackOnly();
             address = InetAddress.getLoopbackAddress().getHostAddress();
-            resolver = new LoopbackResolver(Map.of(DNS_NAME, DNS_ANSWER));
+            resolver = LoopbackResolver.start(Map.of(DNS_NAME, DNS_ANSWER), DNS_PORT);
             server = new ProcessBuilder(osperf.toString(), "serve", address).redirectError(ProcessBuilder.Redirect.DISCARD).start();
             Process s = server;
             ClientRun serverLines = new ClientRun("server", Duration.ofSeconds(30));
