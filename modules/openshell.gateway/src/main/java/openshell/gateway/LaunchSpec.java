@@ -17,22 +17,25 @@ import jakarta.json.JsonValue;
 import openshell.isolation.AgentSpec;
 
 /**
- * What relaunching a sandbox needs beside its record: the agent, the workspace the operator chose
- * and the names of the attached providers. Persisted as JSON; it never holds a secret.
+ * What relaunching a sandbox needs beside its record: the agent, the workspace the operator chose,
+ * the names of the attached providers and the image a container driver runs. Persisted as JSON;
+ * it never holds a secret.
  *
  * @param agent     the agent program
- * @param workspace an absolute host directory, or empty for a fresh private one
+ * @param workspace an absolute host directory (a container driver: a volume name), or empty for a fresh private one
  * @param providers names of the attached providers
+ * @param image     the workload image a container driver runs (its {@code image} option), or empty
  */
-record LaunchSpec(AgentSpec agent, String workspace, List<String> providers) {
+record LaunchSpec(AgentSpec agent, String workspace, List<String> providers, String image) {
     /** Most providers one sandbox may attach. */
     static final int MAX_PROVIDERS = 32;
 
     LaunchSpec {
         Objects.requireNonNull(agent, "agent");
         Objects.requireNonNull(workspace, "workspace");
+        Objects.requireNonNull(image, "image");
         providers = List.copyOf(providers);
-        if (!workspace.isEmpty() && !Path.of(workspace).isAbsolute()) {
+        if (!workspace.isEmpty() && !Path.of(workspace).isAbsolute() && image.isEmpty()) {
             throw invalid("workspace must be an absolute directory: " + workspace);
         }
         if (providers.size() > MAX_PROVIDERS) {
@@ -42,7 +45,15 @@ record LaunchSpec(AgentSpec agent, String workspace, List<String> providers) {
 
     /** @return the driver options this launch asks for */
     Map<String, String> driverOptions() {
-        return workspace.isEmpty() ? Map.of() : Map.of("workspace", workspace);
+        Map<String, String> options = new LinkedHashMap<>();
+        if (!workspace.isEmpty()) {
+            options.put("workspace", workspace);
+        }
+        // Only a container driver has the option; a driver without it refuses the launch by name.
+        if (!image.isEmpty()) {
+            options.put("image", image);
+        }
+        return Map.copyOf(options);
     }
 
     String toJson() {
@@ -54,7 +65,7 @@ record LaunchSpec(AgentSpec agent, String workspace, List<String> providers) {
         providers.forEach(names::add);
         return JsonBodies.write(Json.createObjectBuilder()
                 .add("argv", argv).add("env", env).add("workingDirectory", agent.workingDirectory())
-                .add("workspace", workspace).add("providers", names).build());
+                .add("workspace", workspace).add("providers", names).add("image", image).build());
     }
 
     static LaunchSpec fromJson(String json) {
@@ -65,7 +76,7 @@ record LaunchSpec(AgentSpec agent, String workspace, List<String> providers) {
 
     /**
      * Reads the request's fields: {@code agent} ({@code argv}, {@code env}, {@code workingDirectory}),
-     * {@code workspace} and {@code providers}, or the stored form ({@code argv} etc. at the top).
+     * {@code workspace}, {@code providers} and {@code image}, or the stored form ({@code argv} etc. at the top).
      */
     static LaunchSpec from(JsonObject in) {
         JsonObject agent = in.containsKey("agent") ? object(in, "agent") : in;
@@ -90,7 +101,7 @@ record LaunchSpec(AgentSpec agent, String workspace, List<String> providers) {
             throw invalid("invalid agent: " + e.getMessage());
         }
         return new LaunchSpec(spec, text(in, "workspace", ""), in.containsKey("providers") ? strings(in, "providers")
-                : List.of());
+                : List.of(), text(in, "image", ""));
     }
 
     private static JsonObject object(JsonObject in, String key) {
