@@ -428,10 +428,16 @@ public final class Main {
         return json;
     }
 
-    /** Starts a background gateway for this state directory unless one runs; used by {@code run}. */
-    void ensureGateway() {
+    /**
+     * Starts a background gateway for this state directory unless one runs; used by {@code run}.
+     *
+     * @param driver the compute driver it runs, if {@code run} named one (else the gateway's default)
+     */
+    void ensureGateway(Optional<String> driver) {
         if (runningGateway().isEmpty()) {
-            gatewayStart(new ArrayDeque<>(List.of("--background")), true);
+            List<String> options = new ArrayList<>(List.of("--background"));
+            driver.ifPresent(d -> options.addAll(List.of("--driver", d)));
+            gatewayStart(new ArrayDeque<>(options), true);
         }
     }
 

@@ -52,7 +52,7 @@ final class SandboxCommands {
     }
 
     /** A create request as parsed, its policy read: nothing has been asked of the gateway yet. */
-    private record Admission(String policyFile, JsonObject body, boolean waitForRunning) {
+    private record Admission(String policyFile, JsonObject body, boolean waitForRunning, Optional<String> driver) {
     }
 
     /** Parses create's options and the agent after {@code --} (run: the idle agent) and reads the policy. */
@@ -61,6 +61,7 @@ final class SandboxCommands {
         String name = null;
         String workspace = null;
         String driver = null;
+        String image = null;
         boolean wait = true;
         JsonArrayBuilder providers = Json.createArrayBuilder();
         JsonObjectBuilder env = Json.createObjectBuilder();
@@ -72,6 +73,7 @@ final class SandboxCommands {
                 case "--workspace" -> workspace = Path.of(Main.value(in, option)).toAbsolutePath().normalize().toString();
                 case "--provider" -> providers.add(Main.value(in, option));
                 case "--driver" -> driver = Main.value(in, option);
+                case "--image" -> image = Main.value(in, option);
                 case "--env" -> {
                     String kv = Main.value(in, option);
                     int eq = kv.indexOf('=');
@@ -109,7 +111,10 @@ final class SandboxCommands {
             // A request may only name the driver the gateway's own configuration runs; it never picks one.
             body.add("driver", driver);
         }
-        return new Admission(policyFile, body.build(), wait);
+        if (image != null) {
+            body.add("image", image);
+        }
+        return new Admission(policyFile, body.build(), wait, Optional.ofNullable(driver));
     }
 
     /** Admits, and waits for RUNNING unless told not to. */
@@ -338,7 +343,7 @@ final class SandboxCommands {
     }
 
     /**
-     * {@code run --policy FILE [--workspace DIR] [--provider P]... -- CMD...}: a gateway if none
+     * {@code run --policy FILE [--driver D] [--image IMAGE] [--workspace DIR] [--provider P]... -- CMD...}: a gateway if none
      * runs, a sandbox, CMD in it with output streamed, the sandbox deleted, CMD's exit code.
      */
     static int run(Main main, Deque<String> in) {
@@ -349,7 +354,8 @@ final class SandboxCommands {
         // Every option is checked before anything starts: a usage error leaves no gateway behind.
         Admission admission = prepare(new java.util.ArrayDeque<>(before), true);
         List<String> cmd = command(in, "CMD");
-        main.ensureGateway();
+        // The gateway run starts runs the driver run names (a running gateway keeps its own, and refuses another).
+        main.ensureGateway(admission.driver());
         JsonObject sandbox = submit(main, admission);
         String id = sandbox.getString("id");
         GatewayClient gateway = GatewayClient.connect(main.state());

@@ -36,9 +36,10 @@ final class Usage {
             new Command("gateway status", "gateway status", "is the gateway up, and where"),
             new Command("gateway stop", "gateway stop", "stop a background gateway"),
             new Command("sandbox create", """
-                    sandbox create --policy FILE [--name N] [--driver D] [--workspace DIR] [--provider P]... [--env K=V]...
-                                   [--no-wait] -- AGENT...""",
-                    "admit and launch; waits until it runs (progress on stderr) unless --no-wait"),
+                    sandbox create --policy FILE [--name N] [--driver D] [--image IMAGE] [--workspace DIR] [--provider P]...
+                                   [--env K=V]... [--no-wait] -- AGENT...""",
+                    "admit and launch; waits until it runs (progress on stderr) unless --no-wait; --image: the workload"
+                            + " image a container driver (docker) runs"),
             new Command("sandbox list", "sandbox list", "every sandbox"),
             new Command("sandbox get", "sandbox get NAME", "one sandbox (recorded and observed state)"),
             new Command("sandbox exec", "sandbox exec NAME [--tty] [--no-stdin] -- CMD...",
@@ -55,9 +56,9 @@ final class Usage {
             new Command("sandbox stop", "sandbox stop NAME", "stop every process of it (start launches it again)"),
             new Command("sandbox start", "sandbox start NAME [--no-wait]", "launch it again; waits until it runs"),
             new Command("sandbox delete", "sandbox delete NAME", "kill everything of a sandbox and remove it"),
-            new Command("run", "run --policy FILE [--workspace DIR] [--provider P]... [--env K=V]... -- CMD...",
-                    "one shot: start a gateway if none runs, create a sandbox, run CMD, delete it, exit with CMD's"
-                            + " exit code"),
+            new Command("run", "run --policy FILE [--driver D] [--image IMAGE] [--workspace DIR] [--provider P]... [--env K=V]... -- CMD...",
+                    "one shot: start a gateway if none runs (with --driver D), create a sandbox, run CMD, delete it, exit"
+                            + " with CMD's exit code"),
             new Command("provider create", "provider create NAME --env VAR --host H [--host H]... (--from-env VAR | --from-stdin)",
                     "a named secret bound to hosts; the agent sees only a placeholder in VAR"),
             new Command("provider list", "provider list", "every provider (never a value)"),
