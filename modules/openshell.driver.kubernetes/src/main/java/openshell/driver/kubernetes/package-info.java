@@ -1,0 +1,2 @@
+/** The Kubernetes compute driver; see the module documentation. */
+package openshell.driver.kubernetes;
