@@ -8,7 +8,6 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.List;
@@ -54,8 +53,8 @@ class DockerDriverTest {
     static final long SUPERVISOR_LOSS_BOUND_MILLIS = 10_000;
     private static final String NAMESPACE = "bb-" + ProcessHandle.current().pid();
     private static final String TAG = Long.toHexString(System.nanoTime());
-    private static final String WORKLOAD_IMAGE = "openshell-driver-bb/glibc:" + TAG;
-    private static final String SUPERVISOR_IMAGE = "openshell-driver-bb/supervisor-base:" + TAG;
+    private static DriverImages images;
+    private static String WORKLOAD_IMAGE;
     private static final String POLICY = """
             version: 1
             process:
@@ -69,23 +68,17 @@ class DockerDriverTest {
 
     @BeforeAll
     static void setUp() throws IOException, InterruptedException {
-        DockerCommand.requireEngine();
-        work = Files.createDirectories(Path.of(System.getProperty("openshell.docker.work.dir", "target/docker-work"))
-                .resolve("driver-" + TAG));
-        Path roots = Files.createDirectories(work.resolve("rootfs"));
-        DockerCommand.rootfs("test-images.sh", roots, work.resolve("test-images.log"));
-        DockerCommand.rootfs("glibc-rootfs.sh", work.resolve("supervisor-base.tar"), work.resolve("glibc-rootfs.log"));
-        DockerCommand.importImage(roots.resolve("glibc.tar"), WORKLOAD_IMAGE);
-        DockerCommand.importImage(work.resolve("supervisor-base.tar"), SUPERVISOR_IMAGE);
+        images = DriverImages.build("spi");
+        work = images.work;
+        WORKLOAD_IMAGE = images.workload;
         driver = newDriver();
     }
 
     static ComputeDriver newDriver() {
-        Path jlink = Path.of(System.getProperty("openshell.jlink.dir", "../../jlink")).toAbsolutePath().normalize();
         Map<String, String> settings = new HashMap<>(Map.of("namespace", NAMESPACE,
-                "runtime.dir", jlink.resolve("openshell-sandbox/target/openshell-sandbox").toString(),
-                "supervisor.dir", jlink.resolve("openshell-supervisor/target/openshell-supervisor").toString(),
-                "supervisor.image", SUPERVISOR_IMAGE, "limits.pids", "256"));
+                "runtime.dir", DriverImages.jlink("sandbox").toString(),
+                "supervisor.dir", DriverImages.jlink("supervisor").toString(),
+                "supervisor.image", images.supervisorBase, "limits.pids", "256"));
         return DriverRegistry.load().driver("docker", new DriverEnvironment(work.resolve("state"), settings));
     }
 
@@ -95,8 +88,9 @@ class DockerDriverTest {
             driver.close();
         }
         removeNamespace();
-        DockerCommand.run("rmi", "-f", WORKLOAD_IMAGE);
-        DockerCommand.run("rmi", "-f", SUPERVISOR_IMAGE);
+        if (images != null) {
+            images.close();
+        }
     }
 
     @AfterEach

@@ -1,0 +1,54 @@
+package openshell.tests.docker.driver;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * The images the driver suites run, imported under tags unique to the run (no registry is
+ * reachable): the workload image {@code images/rootfs/test-images.sh} makes (glibc, busybox, the
+ * agent account) and the supervisor's glibc-only base from {@code images/rootfs/glibc-rootfs.sh}.
+ * {@link #close} removes both.
+ */
+final class DriverImages implements AutoCloseable {
+    final Path work;
+    final String workload;
+    final String supervisorBase;
+
+    private DriverImages(Path work, String tag) {
+        this.work = work;
+        this.workload = "openshell-driver-bb/glibc:" + tag;
+        this.supervisorBase = "openshell-driver-bb/supervisor-base:" + tag;
+    }
+
+    static DriverImages build(String what) throws IOException, InterruptedException {
+        DockerCommand.requireEngine();
+        String tag = what + "-" + Long.toHexString(System.nanoTime());
+        Path work = Files.createDirectories(Path.of(System.getProperty("openshell.docker.work.dir", "target/docker-work"))
+                .resolve("driver-" + tag));
+        DriverImages images = new DriverImages(work, tag);
+        Path roots = Files.createDirectories(work.resolve("rootfs"));
+        DockerCommand.rootfs("test-images.sh", roots, work.resolve("test-images.log"));
+        DockerCommand.rootfs("glibc-rootfs.sh", work.resolve("supervisor-base.tar"), work.resolve("glibc-rootfs.log"));
+        try {
+            DockerCommand.importImage(roots.resolve("glibc.tar"), images.workload);
+            DockerCommand.importImage(work.resolve("supervisor-base.tar"), images.supervisorBase);
+        } catch (RuntimeException | Error e) {
+            images.close();
+            throw e;
+        }
+        return images;
+    }
+
+    /** @return a jlink-built image directory ({@code sandbox} or {@code supervisor}) */
+    static Path jlink(String name) {
+        return Path.of(System.getProperty("openshell.jlink.dir", "../../jlink")).toAbsolutePath().normalize()
+                .resolve("openshell-" + name).resolve("target").resolve("openshell-" + name);
+    }
+
+    @Override
+    public void close() {
+        DockerCommand.run("rmi", "-f", workload);
+        DockerCommand.run("rmi", "-f", supervisorBase);
+    }
+}

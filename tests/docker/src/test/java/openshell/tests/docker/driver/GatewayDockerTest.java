@@ -1,0 +1,171 @@
+package openshell.tests.docker.driver;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import com.sun.net.httpserver.HttpServer;
+
+/**
+ * The Docker driver behind the gateway, driven by the {@code openshell} CLI as a user drives it:
+ * {@code gateway start --driver docker}, {@code sandbox create --image}, exec, an allowed and a
+ * denied request to an upstream on the host's loopback (reached by the supervisor container, the
+ * only one with a network, through an operator host alias), {@code run --driver docker --image},
+ * and delete leaving nothing.
+ */
+class GatewayDockerTest {
+    static final int UID = 10001;
+    static final long COMMAND_SECONDS = 180;
+    private static final String NAMESPACE = "gw-" + ProcessHandle.current().pid();
+    private static final String HOST = "api.docker.test";
+    private static DriverImages images;
+    private static HttpServer upstream;
+    private static Path state;
+    private static Path policy;
+
+    record Result(int exit, String out, String err) {
+    }
+
+    @BeforeAll
+    static void gateway() throws IOException, InterruptedException {
+        images = DriverImages.build("gw");
+        upstream = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 16);
+        upstream.createContext("/allowed", exchange -> {
+            byte[] body = "upstream-says-hi\n".getBytes(StandardCharsets.UTF_8);
+            exchange.sendResponseHeaders(200, body.length);
+            exchange.getResponseBody().write(body);
+            exchange.close();
+        });
+        upstream.start();
+        state = Files.createDirectory(images.work.resolve("state"), PosixFilePermissions.asFileAttribute(
+                PosixFilePermissions.fromString("rwx------")));
+        policy = images.work.resolve("policy.yaml");
+        Files.writeString(policy, """
+                version: 1
+                process:
+                  run_as_user: "%d"
+                  run_as_group: "%d"
+                network_policies:
+                  demo:
+                    endpoints:
+                      - host: %s
+                        ports: [%d]
+                    binaries:
+                      - path: /bin/busybox
+                """.formatted(UID, UID, HOST, upstream.getAddress().getPort()));
+        Result started = cli("gateway", "start", "--background", "--driver", "docker",
+                "--driver-setting", "namespace=" + NAMESPACE, "--driver-setting", "supervisor.image=" + images.supervisorBase,
+                "--host-alias", HOST + "=127.0.0.1");
+        assertEquals(0, started.exit(), started.err() + started.out());
+    }
+
+    @AfterAll
+    static void stop() throws IOException, InterruptedException {
+        try {
+            if (state != null) {
+                cli("gateway", "stop");
+            }
+        } finally {
+            for (String c : DockerCommand.containersLabelled("openshell.ai/sandbox-namespace=" + NAMESPACE)) {
+                DockerCommand.run("rm", "-f", c);
+            }
+            for (String v : DockerCommand.volumesLabelled("openshell.ai/sandbox-namespace=" + NAMESPACE)) {
+                DockerCommand.run("volume", "rm", "-f", v);
+            }
+            if (upstream != null) {
+                upstream.stop(0);
+            }
+            if (images != null) {
+                images.close();
+            }
+        }
+    }
+
+    static Result cli(String... args) throws IOException, InterruptedException {
+        Path dir = Path.of(System.getProperty("openshell.cli.dir", "../../modules/openshell.cli/target")).toAbsolutePath().normalize();
+        String jar;
+        try (var files = Files.list(dir)) {
+            jar = files.map(Path::toString).filter(f -> f.matches(".*/openshell-cli-[^/]*\\.jar") && !f.endsWith("-tests.jar"))
+                    .findFirst().orElseThrow(() -> new AssertionError("no CLI jar in " + dir + " (build modules/openshell.cli)"));
+        }
+        List<String> command = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow(),
+                "-p", dir.resolve("lib") + ":" + jar, "-m", "openshell.cli/openshell.cli.Main", "--state", state.toString()));
+        command.addAll(List.of(args));
+        ProcessBuilder pb = new ProcessBuilder(command).redirectInput(ProcessBuilder.Redirect.from(Path.of("/dev/null").toFile()));
+        pb.environment().putAll(Map.of(
+                "OPENSHELL_SUPERVISOR_LAUNCHER", DriverImages.jlink("supervisor").resolve("bin/openshell-supervisor").toString(),
+                "OPENSHELL_RUNTIME_LAUNCHER", DriverImages.jlink("sandbox").resolve("bin/openshell-sandbox").toString()));
+        Path out = Files.createTempFile(images.work, "cli", ".out");
+        Path err = Files.createTempFile(images.work, "cli", ".err");
+        Process p = pb.redirectOutput(out.toFile()).redirectError(err.toFile()).start();
+        if (!p.waitFor(COMMAND_SECONDS, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            fail("openshell " + String.join(" ", args) + " did not finish within " + COMMAND_SECONDS + " s: "
+                    + Files.readString(err) + "\ngateway log:\n" + Files.readString(state.resolve("gateway.log")));
+        }
+        return new Result(p.exitValue(), Files.readString(out).strip(), Files.readString(err).strip());
+    }
+
+    @Test
+    void aDockerSandboxRunsExecsAndHasItsRequestsDecidedThenDeleteLeavesNothing() throws IOException, InterruptedException {
+        long t0 = System.nanoTime();
+        Result created = cli("sandbox", "create", "--name", "gw", "--image", images.workload, "--policy", policy.toString(),
+                "--", "/bin/busybox", "sleep", "600");
+        long createMillis = (System.nanoTime() - t0) / 1_000_000;
+        assertEquals(0, created.exit(), created.err() + created.out());
+        assertTrue(created.out().contains("RUNNING"), created.out());
+        System.out.println("openshell sandbox create --image (docker) -> RUNNING with its session: " + createMillis
+                + " ms (CLI wall time, its JVM start included)");
+        Result get = cli("sandbox", "get", "gw");
+        assertTrue(get.out().contains("driver:            docker"), get.out());
+        assertTrue(get.out().contains("fence holds"), get.out());
+
+        Result hello = cli("sandbox", "exec", "gw", "--", "/bin/busybox", "echo", "hello from a docker sandbox");
+        assertEquals(0, hello.exit(), hello.err());
+        assertEquals("hello from a docker sandbox", hello.out());
+
+        int port = upstream.getAddress().getPort();
+        Result allowed = cli("sandbox", "exec", "gw", "--", "/bin/busybox", "wget", "-q", "-O", "-",
+                "http://" + HOST + ":" + port + "/allowed");
+        assertEquals(0, allowed.exit(), allowed.err());
+        assertEquals("upstream-says-hi", allowed.out());
+        Result denied = cli("sandbox", "exec", "gw", "--", "/bin/busybox", "wget", "-q", "-O", "-",
+                "http://" + HOST + ":" + (port + 1) + "/allowed");
+        assertNotEquals(0, denied.exit(), denied.out());
+        assertTrue(denied.err().contains("Permission denied"), denied.err());
+        Result logs = cli("sandbox", "logs", "gw", "--denied");
+        assertTrue(logs.out().contains("DENY connect /bin/busybox -> " + HOST + ":" + (port + 1)), logs.out());
+
+        Result deleted = cli("sandbox", "delete", "gw");
+        assertEquals(0, deleted.exit(), deleted.err());
+        assertEquals(List.of(), DockerCommand.containersLabelled("openshell.ai/sandbox-namespace=" + NAMESPACE));
+        assertEquals(List.of(), DockerCommand.volumesLabelled("openshell.ai/sandbox-namespace=" + NAMESPACE));
+    }
+
+    @Test
+    void runWithTheDockerDriverPrintsAndLeavesNothing() throws IOException, InterruptedException {
+        Result run = cli("run", "--driver", "docker", "--image", images.workload, "--policy", policy.toString(), "--",
+                "/bin/busybox", "echo", "one shot in docker");
+        assertEquals(0, run.exit(), run.err() + run.out());
+        assertEquals("one shot in docker", run.out());
+        assertEquals(List.of(), DockerCommand.containersLabelled("openshell.ai/sandbox-namespace=" + NAMESPACE));
+        assertEquals(List.of(), DockerCommand.volumesLabelled("openshell.ai/sandbox-namespace=" + NAMESPACE));
+    }
+}
