@@ -14,8 +14,8 @@ import java.lang.invoke.VarHandle;
 import java.nio.channels.SocketChannel;
 
 /**
- * The peer's pid from {@code SO_PEERCRED}, which the JDK reads but does not expose (its
- * {@code UnixDomainPrincipal} carries only user and group). Reading it takes the channel's
+ * The peer's pid and numeric uid from {@code SO_PEERCRED}, which the JDK reads but does not
+ * expose (its {@code UnixDomainPrincipal} carries only user and group, by name where one exists). Reading it takes the channel's
  * descriptor, which only the JDK's {@code sun.nio.ch} gives out: a JVM that is to check a Unix
  * peer's process tree is started with {@value #JVM_OPTIONS}. Without them the check cannot run,
  * and says so at set-up time ({@link #requireAvailable()}) and refuses every peer.
@@ -66,6 +66,24 @@ final class PeerCredentials {
      * @throws ProtocolException {@link Refusal#PEER_REFUSED} when it cannot be read
      */
     static long pid(SocketChannel channel) {
+        return Integer.toUnsignedLong(read(channel, 0));
+    }
+
+    /**
+     * The uid of the process that connected, as this process's user namespace maps it (the
+     * overflow uid, 65534, when it is not mapped here). A number, unlike the JDK's principal,
+     * which gives a name whenever this host's passwd has one for it.
+     *
+     * @param channel a connected Unix socket channel
+     * @return the uid
+     * @throws ProtocolException {@link Refusal#PEER_REFUSED} when it cannot be read
+     */
+    static long uid(SocketChannel channel) {
+        return Integer.toUnsignedLong(read(channel, 4));
+    }
+
+    /** One 32-bit field of the peer's {@code struct ucred}, at {@code offset}. */
+    private static int read(SocketChannel channel, long offset) {
         requireAvailable();
         int fd = Descriptor.of(channel);
         try (Arena arena = Arena.ofConfined()) {
@@ -83,7 +101,7 @@ final class PeerCredentials {
                 throw new ProtocolException(Refusal.PEER_REFUSED,
                         "getsockopt(SO_PEERCRED) failed: errno " + (int) ERRNO.get(state, 0L));
             }
-            return Integer.toUnsignedLong(credentials.get(ValueLayout.JAVA_INT, 0));
+            return credentials.get(ValueLayout.JAVA_INT, offset);
         }
     }
 

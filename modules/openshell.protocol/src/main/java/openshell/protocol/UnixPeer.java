@@ -36,4 +36,15 @@ public record UnixPeer(String user, String group, SocketChannel channel) {
     public long pid() {
         return PeerCredentials.pid(channel);
     }
+
+    /**
+     * The peer's uid as a number ({@code SO_PEERCRED}), in this process's user namespace. Needs the
+     * JVM options of {@code UnixPeerPolicy.processTree}.
+     *
+     * @return the uid
+     * @throws ProtocolException {@link Refusal#PEER_REFUSED} when this JVM cannot read it
+     */
+    public long uid() {
+        return PeerCredentials.uid(channel);
+    }
 }

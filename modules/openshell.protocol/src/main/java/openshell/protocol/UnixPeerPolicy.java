@@ -33,6 +33,25 @@ public interface UnixPeerPolicy {
     }
 
     /**
+     * Admits only peers running as the given uid, compared as a number: a user name would let
+     * this host's passwd decide (uid 1000 is somebody's name on most hosts, and a container's
+     * user need have none here). Needs the JVM options of {@link #processTree(long)}.
+     *
+     * @param uid the expected uid, as this process's user namespace numbers it
+     * @return the policy
+     * @throws ProtocolException {@link Refusal#PEER_REFUSED} when this JVM cannot read a peer's uid
+     */
+    static UnixPeerPolicy uid(long uid) {
+        PeerCredentials.requireAvailable();
+        return peer -> {
+            long actual = peer.uid();
+            if (actual != uid) {
+                throw new ProtocolException(Refusal.PEER_REFUSED, "peer uid " + actual + " is not " + uid);
+            }
+        };
+    }
+
+    /**
      * Admits only peers running as the same user as this process.
      *
      * @return the policy

@@ -190,6 +190,37 @@ class UnixPeerProcessTreeTest {
         return fields;
     }
 
+    /**
+     * Seen with the Docker driver: the supervisor admitted its runtime by user name, and a
+     * container's uid 1000 was refused because this host's passwd calls 1000 somebody. The uid
+     * check compares the kernel's number, whatever names the host has.
+     */
+    @Test
+    void theUidCheckComparesTheKernelsNumberNotAName() throws Exception {
+        if (!"root".equals(System.getProperty("user.name"))) {
+            throw new AssertionError("this test needs root: it dials as another uid with setpriv");
+        }
+        java.nio.file.Files.setPosixFilePermissions(dir, java.nio.file.attribute.PosixFilePermissions.fromString("rwx--x--x"));
+        java.nio.file.Files.setPosixFilePermissions(socket, java.nio.file.attribute.PosixFilePermissions.fromString("rwxrwxrwx"));
+        start(List.of("/usr/bin/setpriv", "--reuid=1", "--regid=1", "--clear-groups", "/usr/bin/python3", "-c",
+                "import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); sys.stdin.read()",
+                socket.toString()));
+        try (SocketChannel accepted = server.accept()) {
+            UnixPeer peer = peerOf(accepted);
+            assertEquals(1, peer.uid());
+            UnixPeerPolicy.uid(1).check(peer);
+            ProtocolException refused = assertThrows(ProtocolException.class, () -> UnixPeerPolicy.uid(2).check(peer));
+            assertEquals(Refusal.PEER_REFUSED, refused.refusal());
+            assertTrue(refused.getMessage().endsWith("peer uid 1 is not 2"), refused.getMessage());
+        }
+        try (SocketChannel dialed = SocketChannel.open(UnixDomainSocketAddress.of(socket));
+             SocketChannel accepted = server.accept()) {
+            // This process is root: its principal is the name "root", its uid the number 0.
+            UnixPeerPolicy.uid(0).check(peerOf(accepted));
+            assertEquals(0, peerOf(dialed).uid(), "seen from the dialing side, the listener: also root");
+        }
+    }
+
     private static UnixPeer peerOf(SocketChannel channel) {
         return new UnixPeer("any", "any", channel);
     }

@@ -305,7 +305,7 @@ public final class SupervisorMain {
      * pid, or a runtime already gone, fails the launch instead of weakening the check.
      */
     static UnixPeerPolicy runtimePeer(Arguments arguments) {
-        UnixPeerPolicy user = arguments.runtimeUid().map(uid -> UnixPeerPolicy.user(Long.toString(uid)))
+        UnixPeerPolicy user = arguments.runtimeUid().map(UnixPeerPolicy::uid)
                 .orElse(UnixPeerPolicy.sameUser());
         return arguments.runtimePid().map(pid -> user.and(UnixPeerPolicy.processTree(pid))).orElse(user);
     }
