@@ -34,6 +34,14 @@
  * <tr><td>{@code LocalTerminal.RESIZE_POLL_MILLIS}</td><td>500 ms</td><td>a resize reaches the remote terminal within this</td></tr>
  * <tr><td>{@code LocalTerminal.STTY_TIMEOUT_SECONDS}</td><td>5 s</td><td>stty is killed; no raw mode or size</td></tr>
  * </table>
+ *
+ * <table>
+ * <caption>Bounds of the command line</caption>
+ * <tr><th>Constant</th><th>Value</th><th>At the bound</th></tr>
+ * <tr><td>{@code SandboxLogView.MAX_SINCE}</td><td>36,500 days</td><td>a {@code sandbox logs --since} further back is a usage error (exit 2)</td></tr>
+ * <tr><td>{@code GatewayStartLog.MAX_READ_BYTES}</td><td>64 KiB of the end of {@code gateway.log}</td><td>a gateway that did not start is quoted from at most this much of what its start wrote</td></tr>
+ * <tr><td>{@code GatewayStartLog.TAIL_LINES}</td><td>3 lines</td><td>without a line of the gateway's own, its last lines are quoted</td></tr>
+ * </table>
  */
 module openshell.cli {
     requires io.helidon.common;

@@ -114,6 +114,9 @@
  * <tr><td>{@code RemoteMediation.MAX_REOPENS}</td><td>8 in a row without a message</td><td>the supervisor stops taking it again; the runtime's supervision-loss grace applies</td></tr>
  * <tr><td>{@code AgentLog.MAX_LINES_PER_SECOND}</td><td>100 lines of agent output to the gateway's log</td><td>more are counted and said in one line the next second</td></tr>
  * <tr><td>{@code AgentLog.MAX_LINE_BYTES}</td><td>4,096</td><td>a longer line is cut into lines of this many bytes</td></tr>
+ * <tr><td>{@code AuditForward.MAX_LINES_PER_SECOND}</td><td>50 decisions a second to the gateway's sandbox log</td><td>more are held back (denials go first), counted and said in one line; the supervisor's own audit output keeps every one</td></tr>
+ * <tr><td>{@code AuditForward.MAX_QUEUED}</td><td>1,000 decisions waiting to be sent</td><td>a further one is counted as held back</td></tr>
+ * <tr><td>{@code AuditForward.FLUSH_INTERVAL}</td><td>200 ms</td><td>decisions go to the gateway in batches this far apart</td></tr>
  * <tr><td>{@code SupervisorMain.AGENT_LOG_DRAIN}</td><td>5 s after the agent's exit</td><td>lines not handed on by then are not sent</td></tr>
  * <tr><td>{@code InboundBytes.MAX_CHUNKS}</td><td>64 chunks (≤ 1 MiB) per stream</td><td>the link's reader waits for the consumer</td></tr>
  * </table>

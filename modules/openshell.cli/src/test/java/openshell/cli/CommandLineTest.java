@@ -217,5 +217,10 @@ class CommandLineTest {
         assertTrue(GatewayStartLog.cause(log, Files.size(log) - 33).endsWith("at a / at b / at c"),
                 GatewayStartLog.cause(log, Files.size(log) - 33));
         assertEquals("it wrote nothing to its log", GatewayStartLog.cause(log, Files.size(log)));
+        // The gateway's own line further back than the bound is not searched for: the last lines are quoted.
+        Path big = tmp.resolve("big.log");
+        Files.writeString(big, "openshell gateway: too far back\n" + "x\n".repeat(GatewayStartLog.MAX_READ_BYTES / 2)
+                + "one\ntwo\nthree\nfour\n");
+        assertEquals("two / three / four", GatewayStartLog.cause(big, 0));
     }
 }

@@ -60,6 +60,23 @@ class AuditForwardTest {
     }
 
     @Test
+    void atTheQueueBoundAFurtherLineIsCountedAsHeldBack() {
+        List<List<String>> sent = new CopyOnWriteArrayList<>();
+        int over = 5;
+        try (AuditForward forward = new AuditForward(() -> 0L, false)) {
+            // No session yet: the queue fills to its bound, and what comes beyond it is only counted.
+            IntStream.range(0, AuditForward.MAX_QUEUED + over).forEach(i -> forward.record(line(i, "allow")));
+            forward.attach(sent::add);
+            forward.flush(false);
+            assertEquals(AuditForward.MAX_LINES_PER_SECOND, sent.getFirst().size());
+            assertEquals(AuditForward.PREFIX + line(0, "allow"), sent.getFirst().getFirst(), "the oldest go first");
+        }
+        assertEquals("[openshell] " + (AuditForward.MAX_QUEUED + over - AuditForward.MAX_LINES_PER_SECOND)
+                + " decisions were not forwarded", sent.getLast().getFirst().substring(0, sent.getLast().getFirst()
+                .indexOf(" to the gateway")));
+    }
+
+    @Test
     void selectKeepsOrderWithinTheBudget() {
         List<String> lines = new ArrayList<>(List.of(line(1, "allow"), line(2, "deny"), line(3, "allow"), line(4, "deny")));
         // Both denials, then the earliest allow, in the order they were made.
