@@ -133,6 +133,28 @@ public final class OwnedFd implements AutoCloseable {
     }
 
     /**
+     * A second descriptor of the same open file ({@code fcntl(F_DUPFD_CLOEXEC)}).
+     *
+     * @return the copy, owned by the caller
+     */
+    public OwnedFd duplicate() {
+        return adopt(LibC.check(LibC.fcntl(value(), 1030 /* F_DUPFD_CLOEXEC */, 3), "fcntl(F_DUPFD_CLOEXEC)"));
+    }
+
+    /**
+     * A socket ({@code socket(2)}) made by this process, for one it gives a notified caller.
+     *
+     * @param domain   AF_*
+     * @param type     SOCK_* with its SOCK_NONBLOCK/SOCK_CLOEXEC flags
+     * @param protocol the protocol
+     * @return the socket
+     * @throws LinuxException with the kernel's errno
+     */
+    public static OwnedFd socket(int domain, int type, int protocol) {
+        return adopt(LibC.check(LibC.socket(domain, type | 0x80000 /* SOCK_CLOEXEC here */, protocol), "socket"));
+    }
+
+    /**
      * A pipe, both ends close-on-exec.
      *
      * @return read end, write end

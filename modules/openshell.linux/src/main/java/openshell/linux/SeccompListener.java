@@ -23,6 +23,7 @@ public final class SeccompListener implements AutoCloseable {
     static final long IOCTL_SET_FLAGS = 0x40082104L;
     static final int RESPONSE_FLAG_CONTINUE = 1;
     static final int ADDFD_FLAG_SETFD = 1;
+    static final int ADDFD_FLAG_SEND = 2;
     static final int SET_FLAG_SYNC_WAKE_UP = 1;
     static final int O_CLOEXEC = 0x80000;
 
@@ -229,6 +230,38 @@ public final class SeccompListener implements AutoCloseable {
                 }
                 if (errno == Errno.ENOENT) {
                     return false;
+                }
+                throw LinuxException.of("ioctl(SECCOMP_IOCTL_NOTIF_ADDFD)", errno);
+            }
+        }
+    }
+
+    /**
+     * Installs one of our descriptors into the caller at its lowest free number and answers the
+     * notification with that number in one step ({@code SECCOMP_IOCTL_NOTIF_ADDFD} with
+     * {@code SEND}, Linux 5.14+): what a notified {@code socket()} returns when the supervisor made
+     * the socket itself.
+     *
+     * @param id          the notification id
+     * @param sourceFd    our descriptor
+     * @param closeOnExec whether the caller's copy gets {@code O_CLOEXEC}
+     * @return the number in the caller, or -1 if the notification is no longer valid
+     */
+    public int injectFdAsResult(long id, int sourceFd, boolean closeOnExec) {
+        synchronized (scratch) {
+            scratchView.putLong(0, id).putInt(8, ADDFD_FLAG_SEND).putInt(12, sourceFd)
+                    .putInt(16, 0).putInt(20, closeOnExec ? O_CLOEXEC : 0);
+            while (true) {
+                int rc = LibC.ioctl(fd.value(), IOCTL_ADDFD, scratchAddress);
+                if (rc >= 0) {
+                    return rc;
+                }
+                int errno = LibC.errno();
+                if (errno == Errno.EINTR) {
+                    continue;
+                }
+                if (errno == Errno.ENOENT) {
+                    return -1;
                 }
                 throw LinuxException.of("ioctl(SECCOMP_IOCTL_NOTIF_ADDFD)", errno);
             }

@@ -63,6 +63,13 @@ final class NetworkBroker implements NetworkMediationSource {
      * relays: a closed socket's entry is not removed, only outlived.
      */
     static final int MAX_MEDIATED_PEERS = 2 * MAX_RELAYS;
+    /**
+     * Where {@code pidfd_getfd} is refused (Docker's default seccomp profile): most sockets this
+     * runtime made for the workload's {@code socket()} calls and still holds; the oldest is let go.
+     */
+    static final int MAX_HELD_SOCKETS = 1024;
+    /** How long such a socket is held for its first connect, bind or DNS send; then it is let go. */
+    static final Duration HELD_SOCKET_WAIT = Duration.ofSeconds(10);
     /** The DNS relay inside the workload's network namespace. */
     static final InetSocketAddress DNS_RELAY = new InetSocketAddress(address(127, 0, 0, 53), 53);
 
@@ -100,6 +107,32 @@ final class NetworkBroker implements NetworkMediationSource {
     private volatile boolean closed;
     /** Whether a supervisor takes pending connections now; until the first one it is assumed (nothing runs yet). */
     private volatile boolean supervised = true;
+    /**
+     * Whether {@code pidfd_getfd} works here. Where it does not, the runtime makes every AF_INET and
+     * AF_INET6 socket the workload asks for itself, gives it to the caller as {@code socket()}'s
+     * result ({@code SECCOMP_IOCTL_NOTIF_ADDFD} with {@code SEND}) and holds its own descriptor of
+     * the same open file until the socket's first connect (taken then, exactly as pidfd_getfd would
+     * have), or for {@link #HELD_SOCKET_WAIT}: a connect, bind or DNS send on a socket no longer held
+     * is refused (EACCES, audited), never continued unmediated. Holding delays the release of a
+     * socket the workload closes before it connects by at most that wait.
+     */
+    private final boolean takeFdWorks;
+    private record Held(OwnedFd socket, long since) {
+    }
+
+    private final Map<Long, Held> held = new LinkedHashMap<>(64, 0.75f, false) {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<Long, Held> eldest) {
+            if (size() > MAX_HELD_SOCKETS) {
+                eldest.getValue().socket().close();
+                return true;
+            }
+            return false;
+        }
+    };
+
     /** What a mediated socket is connected to (its relay) and what its workload asked for. */
     private record MediatedPeer(InetSocketAddress relay, byte[] destination) {
     }
@@ -130,7 +163,104 @@ final class NetworkBroker implements NetworkMediationSource {
         this.network = network;
         this.identities = new IdentityCapture(runtimePid);
         this.decisionWait = decisionWait;
+        this.takeFdWorks = takeFdWorks();
+        if (!takeFdWorks) {
+            timer.scheduleWithFixedDelay(this::releaseHeld, 1, 1, TimeUnit.SECONDS);
+        }
     }
+
+    /** Tries pidfd_getfd on this process itself. */
+    private static boolean takeFdWorks() {
+        try (Pidfd self = Pidfd.open((int) ProcessHandle.current().pid()); OwnedFd copy = self.takeFd(self.fd().value())) {
+            return copy.isOpen();
+        } catch (LinuxException e) {
+            return false;
+        }
+    }
+
+    /** @return whether callers' sockets are taken with pidfd_getfd (else held from their socket()) */
+    boolean takesCallerSockets() {
+        return takeFdWorks;
+    }
+
+    /** Lets go of held sockets older than {@link #HELD_SOCKET_WAIT}. */
+    private void releaseHeld() {
+        long oldest = System.nanoTime() - HELD_SOCKET_WAIT.toNanos();
+        synchronized (held) {
+            var it = held.values().iterator();
+            while (it.hasNext()) {
+                Held h = it.next();
+                if (h.since() - oldest > 0) {
+                    break; // insertion order: the rest are younger
+                }
+                h.socket().close();
+                it.remove();
+            }
+        }
+    }
+
+    /** @return sockets held for their first use (for leak checks) */
+    int heldSocketCount() {
+        synchronized (held) {
+            return held.size();
+        }
+    }
+
+    /**
+     * The caller's socket {@code fd}: taken with pidfd_getfd, or this runtime's held descriptor of it.
+     *
+     * @param consume whether the hold ends here (a connect: the socket is the caller's to close from now on)
+     * @throws LinuxException EACCES for a socket this runtime neither can take nor holds
+     */
+    private OwnedFd callerSocket(int tgid, int fd, boolean consume) throws IOException {
+        if (takeFdWorks) {
+            try (Pidfd process = Pidfd.open(tgid)) {
+                return process.takeFd(fd);
+            }
+        }
+        String target = java.nio.file.Files.readSymbolicLink(java.nio.file.Path.of("/proc/" + tgid + "/fd/" + fd)).toString();
+        if (!target.startsWith("socket:[")) {
+            throw new LinuxException("take socket", 88 /* ENOTSOCK */, "fd " + fd + " is " + target);
+        }
+        long inode = Long.parseLong(target.substring("socket:[".length(), target.length() - 1));
+        synchronized (held) {
+            Held h = consume ? held.remove(inode) : held.get(inode);
+            if (h == null) {
+                throw new LinuxException("take socket", Errno.EACCES, "socket " + inode + " is not held (pidfd_getfd is refused here"
+                        + " and this runtime holds a socket only from its socket() call until its first connect or " + HELD_SOCKET_WAIT + ")");
+            }
+            return consume ? h.socket() : h.socket().duplicate();
+        }
+    }
+
+    /**
+     * {@code socket(AF_INET|AF_INET6, ...)} where pidfd_getfd is refused: made here in the workload's
+     * network namespace with the caller's arguments, installed as the call's result, held.
+     */
+    private void onSocket(SeccompListener listener, SeccompNotification n) throws IOException {
+        int domain = (int) n.argument(0);
+        int type = (int) n.argument(1);
+        int protocol = (int) n.argument(2);
+        OwnedFd socket;
+        try {
+            socket = network.run(() -> OwnedFd.socket(domain, type, protocol));
+        } catch (LinuxException e) {
+            listener.respondErrno(n.id(), e.errno() > 0 ? e.errno() : Errno.EACCES);
+            return;
+        }
+        long inode = socketInode(socket);
+        synchronized (held) {
+            held.put(inode, new Held(socket, System.nanoTime()));
+        }
+        if (listener.injectFdAsResult(n.id(), socket.value(), (type & SOCK_CLOEXEC) != 0) < 0) {
+            synchronized (held) {
+                held.remove(inode);
+            }
+            socket.close();
+        }
+    }
+
+    private static final int SOCK_CLOEXEC = 0x80000;
 
     /**
      * The timer of the decision bound. A decided connect's expiry leaves its queue when it is
@@ -247,7 +377,14 @@ final class NetworkBroker implements NetworkMediationSource {
         long id = n.id();
         try {
             switch (n.syscall()) {
-                case NR_SOCKET, NR_LISTEN -> listener.respondContinue(id);
+                case NR_SOCKET -> {
+                    if (takeFdWorks) {
+                        listener.respondContinue(id);
+                    } else {
+                        onSocket(listener, n);
+                    }
+                }
+                case NR_LISTEN -> listener.respondContinue(id);
                 case NR_CONNECT -> onConnect(shared, n, memory);
                 case NR_BIND -> onBind(listener, n, memory);
                 case NR_GETPEERNAME -> onGetpeername(listener, n, memory);
@@ -292,10 +429,7 @@ final class NetworkBroker implements NetworkMediationSource {
         InetSocketAddress destination = parsed.get();
         int fd = (int) n.argument(0);
         int tgid = IdentityCapture.processOf(tid);
-        OwnedFd socket;
-        try (Pidfd process = Pidfd.open(tgid)) {
-            socket = process.takeFd(fd);
-        }
+        OwnedFd socket = callerSocket(tgid, fd, true);
         boolean handedOff = false;
         try {
             if (!listener.isValid(id)) {
@@ -405,13 +539,28 @@ final class NetworkBroker implements NetworkMediationSource {
      */
     private void onGetpeername(SeccompListener listener, SeccompNotification n, TaskMemory memory) {
         MediatedPeer peer;
-        try (Pidfd process = Pidfd.open(IdentityCapture.processOf(n.pid()));
-             OwnedFd socket = process.takeFd((int) n.argument(0))) {
-            synchronized (mediatedPeers) {
-                peer = mediatedPeers.get(socketInode(socket));
-            }
-            if (peer != null && !SocketCalls.peerAddress(socket.value()).map(peer.relay()::equals).orElse(false)) {
-                peer = null;
+        try {
+            int tgid = IdentityCapture.processOf(n.pid());
+            if (takeFdWorks) {
+                try (Pidfd process = Pidfd.open(tgid); OwnedFd socket = process.takeFd((int) n.argument(0))) {
+                    synchronized (mediatedPeers) {
+                        peer = mediatedPeers.get(socketInode(socket));
+                    }
+                    if (peer != null && !SocketCalls.peerAddress(socket.value()).map(peer.relay()::equals).orElse(false)) {
+                        peer = null;
+                    }
+                }
+            } else {
+                // No copy of the socket to ask: its inode alone (sockfs numbers do not come back soon).
+                String target = java.nio.file.Files.readSymbolicLink(
+                        java.nio.file.Path.of("/proc/" + tgid + "/fd/" + (int) n.argument(0))).toString();
+                if (!target.startsWith("socket:[")) {
+                    listener.respondContinue(n.id());
+                    return;
+                }
+                synchronized (mediatedPeers) {
+                    peer = mediatedPeers.get(Long.parseLong(target.substring(8, target.length() - 1)));
+                }
             }
         } catch (IOException | LinuxException e) {
             // Not a socket, no such descriptor, or the caller is gone: the kernel answers (EBADF, ENOTSOCK, ...).
@@ -445,7 +594,7 @@ final class NetworkBroker implements NetworkMediationSource {
         listener.respondValue(n.id(), 0);
     }
 
-    private void onBind(SeccompListener listener, SeccompNotification n, TaskMemory memory) {
+    private void onBind(SeccompListener listener, SeccompNotification n, TaskMemory memory) throws IOException {
         byte[] sockaddr = readSockaddr(memory, n.pid(), n.argument(1), n.argument(2));
         int family = SocketCalls.family(sockaddr, sockaddr.length);
         if (family != SocketCalls.AF_INET && family != SocketCalls.AF_INET6) {
@@ -468,7 +617,7 @@ final class NetworkBroker implements NetworkMediationSource {
      * re-read the sockaddr, which the caller could change after this check) and answers 0. Port 0
      * needs no privilege, so the runtime's own grants nothing the workload lacks.
      */
-    private void bindLoopback(SeccompListener listener, SeccompNotification n, int family) {
+    private void bindLoopback(SeccompListener listener, SeccompNotification n, int family) throws IOException {
         int tgid;
         try {
             tgid = IdentityCapture.processOf(n.pid());
@@ -476,7 +625,7 @@ final class NetworkBroker implements NetworkMediationSource {
             deny(listener, n.id(), "bind", Errno.EACCES, "the caller is gone: " + e);
             return;
         }
-        try (Pidfd process = Pidfd.open(tgid); OwnedFd socket = process.takeFd((int) n.argument(0))) {
+        try (OwnedFd socket = callerSocket(tgid, (int) n.argument(0), false)) {
             if (!listener.isValid(n.id())) {
                 return;
             }
@@ -557,7 +706,7 @@ final class NetworkBroker implements NetworkMediationSource {
     private void attributeDns(int tid, int fd) {
         try {
             int tgid = IdentityCapture.processOf(tid);
-            try (Pidfd process = Pidfd.open(tgid); OwnedFd socket = process.takeFd(fd)) {
+            try (OwnedFd socket = callerSocket(tgid, fd, false)) {
                 if (SocketCalls.intOption(socket.value(), SocketCalls.SO_DOMAIN) == SocketCalls.AF_INET) {
                     attributeDns(socket, tid, tgid);
                 }
@@ -747,6 +896,10 @@ final class NetworkBroker implements NetworkMediationSource {
         closed = true;
         stopEgress();
         timer.shutdownNow();
+        synchronized (held) {
+            held.values().forEach(h -> h.socket().close());
+            held.clear();
+        }
     }
 
     private void stopEgress() {

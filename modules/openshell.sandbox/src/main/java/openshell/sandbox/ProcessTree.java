@@ -67,8 +67,8 @@ final class ProcessTree implements AutoCloseable {
     private final PlanTemplate template;
     private final NetworkBroker broker;
     /** Where the workload's leaf comes from; made at the first launch (see {@link #cgroup()}). */
-    private final java.util.function.Supplier<Cgroup> cgroupSource;
-    private volatile Cgroup cgroup;
+    private final java.util.function.Supplier<Enclosure> cgroupSource;
+    private volatile Enclosure cgroup;
     private final WorkloadNetwork network;
     private final Set<Integer> launched = ConcurrentHashMap.newKeySet();
     private final java.util.concurrent.atomic.AtomicLong processLeaves = new java.util.concurrent.atomic.AtomicLong();
@@ -90,8 +90,8 @@ final class ProcessTree implements AutoCloseable {
     }
 
     ProcessTree(LauncherProcess.Command command, PlanTemplate template, NetworkBroker broker, Cgroup cgroup) {
-        this(command, template, broker, () -> cgroup);
-        this.cgroup = cgroup;
+        this(command, template, broker, () -> Enclosure.of(cgroup));
+        this.cgroup = Enclosure.of(cgroup);
     }
 
     /**
@@ -100,7 +100,7 @@ final class ProcessTree implements AutoCloseable {
      * source's reason instead of running a process it could not kill with its whole tree.
      */
     ProcessTree(LauncherProcess.Command command, PlanTemplate template, NetworkBroker broker,
-                java.util.function.Supplier<Cgroup> cgroupSource) {
+                java.util.function.Supplier<Enclosure> cgroupSource) {
         this.command = command;
         this.template = template;
         this.broker = broker;
@@ -128,8 +128,8 @@ final class ProcessTree implements AutoCloseable {
     }
 
     /** @return the workload's leaf, made now if it was not yet (throws the source's reason) */
-    private Cgroup cgroup() {
-        Cgroup c = cgroup;
+    private Enclosure cgroup() {
+        Enclosure c = cgroup;
         if (c == null) {
             synchronized (cgroupSource) {
                 c = cgroup;
@@ -143,7 +143,7 @@ final class ProcessTree implements AutoCloseable {
     }
 
     private LauncherProcess spawn(LauncherProcess.Stdio stdio) {
-        Cgroup leaf = cgroup();
+        Enclosure leaf = cgroup();
         // Spawned from the namespace thread (if any), so the launcher starts in the workload's namespaces.
         LauncherProcess launcher;
         // The reaper decides whose an ended child is under the same lock: a launcher that died at
@@ -200,9 +200,9 @@ final class ProcessTree implements AutoCloseable {
         }
         // Its own leaf under the workload's, before it runs anything: terminate() of this process
         // kills exactly its tree (double forks and setsid included), the workload's leaf all of them.
-        Cgroup own;
+        Enclosure own;
         try {
-            own = Cgroup.create(cgroup().path(), "p" + processLeaves.incrementAndGet());
+            own = cgroup().child("p" + processLeaves.incrementAndGet());
             own.move(launcher.process().pid());
         } catch (LinuxException e) {
             abandon(launcher, stdin, stdout, stderr, pty);
@@ -279,13 +279,13 @@ final class ProcessTree implements AutoCloseable {
     void terminateAll() {
         terminated = true;
         processes.values().forEach(WorkloadProcess::killedWithTheTree);
-        Cgroup leaf = cgroup;
+        Enclosure leaf = cgroup;
         if (leaf == null) {
             return; // nothing was ever launched
         }
         leaf.killAll();
         long deadline = System.nanoTime() + KILL_WAIT.toNanos();
-        while (leaf.events().populated() && System.nanoTime() < deadline) {
+        while (leaf.populated() && System.nanoTime() < deadline) {
             Thread.onSpinWait();
         }
     }
@@ -296,7 +296,7 @@ final class ProcessTree implements AutoCloseable {
 
     /** @return the pids in the workload's cgroup and every process's leaf below it */
     List<Integer> members() {
-        Cgroup leaf = cgroup;
+        Enclosure leaf = cgroup;
         List<Integer> pids = leaf == null ? new ArrayList<>() : new ArrayList<>(leaf.members());
         for (WorkloadProcess p : processes.values()) {
             pids.addAll(p.members());

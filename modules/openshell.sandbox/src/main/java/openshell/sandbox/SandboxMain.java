@@ -298,16 +298,27 @@ public final class SandboxMain {
             workspace = WorkloadLaunch.freshWorkspace(bundle.workloadUid(), bundle.workloadGid());
         }
         privilege.requireIdentity(bundle.workloadUid(), bundle.workloadGid());
+        // Without a mount the workload's trust bundle lies beside the runtime's files: readable, never writable.
+        List<Path> besideTrust = privilege.canMount() ? List.of() : List.of(TrustStoreView.besideFile(runtimeDirectory));
         String leafName = "workload-" + arguments.generation() + "-" + ProcessHandle.current().pid();
-        java.util.function.Supplier<openshell.linux.Cgroup> leaf = () -> WorkloadLaunch.leaf(leafName);
+        java.util.function.Supplier<Enclosure> leaf;
         if (privilege.canMount()) {
             // The process driver delegates a cgroup: no leaf there is a broken launch, refused now.
-            openshell.linux.Cgroup made = leaf.get();
+            Enclosure made = Enclosure.of(WorkloadLaunch.leaf(leafName));
             leaf = () -> made;
+        } else {
+            // A container: its cgroup v2 leaf if it has one, else its PID namespace (see Enclosure).
+            leaf = () -> {
+                try {
+                    return Enclosure.of(WorkloadLaunch.leaf(leafName));
+                } catch (BackendException e) {
+                    return Enclosure.pidNamespace();
+                }
+            };
         }
         try (SandboxRuntime control = new SandboxRuntime(report, broker, new ProcessTree(WorkloadLaunch.command(),
                      WorkloadLaunch.template(launch.confinement(), bundle.workloadUid(), bundle.workloadGid(), workspace,
-                             report.landlockAbi(), privilege), broker, leaf),
+                             report.landlockAbi(), privilege, besideTrust), broker, leaf),
                      POLICY_HELD_BY_SUPERVISOR, Optional.of(trust));
              RuntimeEndpoint endpoint = RuntimeEndpoint.builder()
                      .transport(Transport.unix(Path.of(arguments.channel())))

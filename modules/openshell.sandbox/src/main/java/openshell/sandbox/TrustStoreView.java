@@ -110,12 +110,55 @@ final class TrustStoreView {
         if (privilege.canMount()) {
             return system(runtimeDirectory);
         }
-        // Nothing can be covered without CAP_SYS_ADMIN, and a bundle beside the real one would be
-        // read only by clients that honour the variables: workload trust is refused, not half-installed.
-        return new TrustStoreView(runtimeDirectory, SYSTEM_BUNDLES, javaKeystores(JAVA_KEYSTORES, JDK_HOMES), (file, target) -> {
-            throw new BackendException(BackendException.Kind.UNAVAILABLE, "workload trust (the supervisor's interception CA) cannot be"
-                    + " installed over " + target + ": this runtime has no CAP_SYS_ADMIN to mount it (a container's PID 1)");
-        });
+        return new TrustStoreView(runtimeDirectory, SYSTEM_BUNDLES, List.of(), null);
+    }
+
+    /** The file a runtime that cannot mount gives its workload ({@link #installBeside}). */
+    static final String BESIDE_FILE = "workload-trust.pem";
+
+    /**
+     * Where a runtime without CAP_SYS_ADMIN (a container's PID 1) puts the workload's bundle: made
+     * empty at start, so the workload's Landlock read-only rules can name it before the first
+     * launch; filled at startAgent.
+     *
+     * @param runtimeDirectory the runtime's private directory
+     * @return the (empty) file
+     */
+    static Path besideFile(Path runtimeDirectory) throws IOException {
+        Path file = runtimeDirectory.resolve(BESIDE_FILE);
+        Files.write(file, new byte[0]);
+        Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rw-r--r--"));
+        return file;
+    }
+
+    /**
+     * Without a mount, nothing covers the image's own trust store: the generated bundle (the
+     * image's first system bundle, if it has one, then the added certificates) is written to
+     * {@link #BESIDE_FILE} and only the variables point at it. Clients that honour them (OpenSSL's
+     * SSL_CERT_FILE, curl, Python requests, Node) trust the interception CA; one that reads a fixed
+     * path or a Java keystore does not, and its intercepted TLS fails (closed, never open).
+     */
+    private Installed installBeside(WorkloadTrust trust) {
+        Path file = runtimeDirectory.resolve(BESIDE_FILE);
+        Path system = candidates.stream().filter(Files::isRegularFile).findFirst().orElse(null);
+        String text;
+        if (system != null) {
+            text = bundle(system, trust);
+        } else {
+            StringBuilder out = new StringBuilder("# added by openshell-sandbox for this sandbox only (the image has no system bundle):");
+            trust.parse().forEach(c -> out.append(" [").append(c.getSubjectX500Principal().getName()).append(']'));
+            text = out.append('\n').append(trust.pem()).toString();
+        }
+        try {
+            Files.writeString(file, text, StandardCharsets.US_ASCII);
+        } catch (IOException e) {
+            throw failed("cannot write " + file, e);
+        }
+        Map<String, String> environment = new LinkedHashMap<>();
+        for (String variable : VARIABLES) {
+            environment.put(variable, file.toString());
+        }
+        return new Installed(List.of(file), Map.copyOf(environment));
     }
 
     static TrustStoreView system(Path runtimeDirectory) {
@@ -157,6 +200,9 @@ final class TrustStoreView {
     Installed install(WorkloadTrust trust) {
         if (trust.isEmpty()) {
             throw new BackendException(BackendException.Kind.INVALID, "no workload trust to install");
+        }
+        if (cover == null) {
+            return installBeside(trust);
         }
         // Two names for one file (a distribution's compatibility symlink) get one generated bundle.
         Set<Path> real = new LinkedHashSet<>();

@@ -105,9 +105,26 @@ final class WorkloadLaunch {
     static ProcessTree.PlanTemplate template(openshell.protocol.WorkloadConfinement confinement, int defaultUid,
                                              int defaultGid, Path workspace, int abi, RuntimePrivilege privilege)
             throws IOException {
+        return template(confinement, defaultUid, defaultGid, workspace, abi, privilege, List.of());
+    }
+
+    /** As above, with files every workload process may also read (a container's trust bundle). */
+    static ProcessTree.PlanTemplate template(openshell.protocol.WorkloadConfinement confinement, int defaultUid,
+                                             int defaultGid, Path workspace, int abi, RuntimePrivilege privilege,
+                                             List<Path> extraReadOnly) throws IOException {
         StaticConfinement c = StaticConfinement.resolve(confinement, defaultUid, defaultGid, workspace, abi, Path.of("/"),
                 Files.readString(Path.of("/proc/self/uid_map")), Files.readString(Path.of("/proc/self/gid_map")));
         privilege.requireIdentity(c.uid(), c.gid());
+        if (!extraReadOnly.isEmpty()) {
+            List<String> readOnly = new java.util.ArrayList<>(c.readOnly());
+            extraReadOnly.forEach(p -> readOnly.add(p.toString()));
+            c = new StaticConfinement(c.uid(), c.gid(), c.mode(), readOnly, c.readWrite(), c.skipped(), c.landlock());
+        }
+        return finish(c, workspace, defaultUid);
+    }
+
+    private static ProcessTree.PlanTemplate finish(StaticConfinement c, Path workspace, int defaultUid)
+            throws IOException {
         c.adoptWorkspace(workspace, defaultUid);
         System.err.println("openshell-sandbox: " + (c.complete() ? "" : "WARNING: ") + "workload confinement: " + c.describe());
         return template(c);

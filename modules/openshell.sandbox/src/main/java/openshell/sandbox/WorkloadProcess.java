@@ -14,7 +14,6 @@ import openshell.isolation.ExecSession;
 import openshell.isolation.ExitStatus;
 import openshell.isolation.ProcessSignal;
 import openshell.isolation.TerminalSize;
-import openshell.linux.Cgroup;
 import openshell.linux.ChildExit;
 import openshell.linux.ChildProcess;
 import openshell.linux.LinuxException;
@@ -37,7 +36,7 @@ final class WorkloadProcess implements ExecSession, BoundaryProcess {
     static final Duration READ_SLICE = Duration.ofSeconds(1);
 
     private final ChildProcess process;
-    private final Cgroup leaf;
+    private final Enclosure leaf;
     private final OwnedFd stdin;
     private final OwnedFd stdout;
     private final Optional<OwnedFd> stderr;
@@ -47,7 +46,7 @@ final class WorkloadProcess implements ExecSession, BoundaryProcess {
     private final java.util.concurrent.atomic.AtomicBoolean outputTaken = new java.util.concurrent.atomic.AtomicBoolean();
     private volatile Optional<OutputJournal.Pair> retained = Optional.empty();
 
-    WorkloadProcess(Cgroup leaf, ChildProcess process, OwnedFd stdin, OwnedFd stdout, Optional<OwnedFd> stderr,
+    WorkloadProcess(Enclosure leaf, ChildProcess process, OwnedFd stdin, OwnedFd stdout, Optional<OwnedFd> stderr,
                     Optional<Pty> terminal) {
         this.leaf = leaf;
         this.process = process;
@@ -332,7 +331,7 @@ final class WorkloadProcess implements ExecSession, BoundaryProcess {
     public void terminate() {
         leaf.killAll();
         long deadline = System.nanoTime() + ProcessTree.KILL_WAIT.toNanos();
-        while (leaf.events().populated() && System.nanoTime() < deadline) {
+        while (leaf.populated() && System.nanoTime() < deadline) {
             Thread.onSpinWait();
         }
     }
@@ -357,7 +356,7 @@ final class WorkloadProcess implements ExecSession, BoundaryProcess {
     /** Removes this process's cgroup leaf once it is empty (the runtime's end). */
     void removeLeaf() {
         try {
-            if (!leaf.events().populated()) {
+            if (!leaf.populated()) {
                 leaf.remove();
             }
         } catch (LinuxException e) {
