@@ -5,9 +5,11 @@
 #   images/rootfs/test-images.sh OUTDIR     then   docker import OUTDIR/NAME.tar IMAGE
 #
 #   glibc.tar    Debian's libc6 + libgcc-s1 and the dynamically linked busybox (so its tools need
-#                the image's glibc), /etc/passwd with agent (10001:10001: a uid no host account has, see tests/docker), /tmp
+#                the image's glibc); glibc and musl both hold a copy of busybox at
+#                /usr/local/bin/busybox (a binary a policy naming /bin/busybox does not allow), /etc/passwd with agent (10001:10001: a uid no host account has, see tests/docker), /tmp
 #   musl.tar     Debian's musl and busybox-static, NO glibc (no /lib64/ld-linux-x86-64.so.2,
-#                no libc.so.6), the same accounts
+#                no libc.so.6), the same accounts (Debian's busybox 1.35 wget crashes on -T: the
+#                suites never pass it)
 #   scratch.tar  one static binary, /bin/busybox (busybox-static), nothing else: no /etc,
 #                no /tmp, no accounts (a FROM scratch image)
 #   hostile.tar  busybox-static as /bin/busybox, the glibc libraries, and what would take over a
@@ -26,6 +28,12 @@ out=$(cd "$out" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 (cd "$work" && apt-get download -q=2 libc6 libgcc-s1 busybox busybox-static musl 2>/dev/null)
+# A second binary with busybox's bytes at another path (same name, so its applets still work): a
+# policy that names /bin/busybox does not allow /usr/local/bin/busybox.
+other_busybox() {
+    mkdir -p "$1/usr/local/bin"
+    cp "$1/bin/busybox" "$1/usr/local/bin/busybox"
+}
 unpack() { # unpack ROOT PACKAGE...
     root=$1; shift
     mkdir -p "$root"
@@ -49,11 +57,13 @@ applets() {
 unpack "$work/glibc" libc6 libgcc-s1 busybox
 accounts "$work/glibc"
 applets "$work/glibc"
+other_busybox "$work/glibc"
 tar -C "$work/glibc" -cf "$out/glibc.tar" .
 
 unpack "$work/musl" musl busybox-static
 accounts "$work/musl"
 applets "$work/musl"
+other_busybox "$work/musl"
 if find "$work/musl" -name 'libc.so.6' -o -name 'ld-linux-x86-64.so.2' | grep -q .; then
     echo "test-images: the musl image holds glibc" >&2; exit 1
 fi

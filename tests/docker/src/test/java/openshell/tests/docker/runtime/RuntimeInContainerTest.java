@@ -121,114 +121,125 @@ class RuntimeInContainerTest {
     }
 
     @Test
-    void theRuntimeServesTheSupervisorThroughTheChannelDirectoryAndRefusesAnAgentItCannotConfineYet() throws Exception {
-        Path dir = Files.createTempDirectory(work, "serve");
-        Path channel = Files.createDirectories(dir.resolve("channel"));
-        // The runtime keeps its private directory beside the socket (0700, its own uid).
-        Files.setPosixFilePermissions(channel, PosixFilePermissions.fromString("rwx------"));
-        Files.setAttribute(channel, "unix:uid", WorkloadContainer.UID);
-        Files.setAttribute(channel, "unix:gid", WorkloadContainer.UID);
-        String id = "docker-" + Long.toHexString(System.nanoTime() & 0xffffff);
-        String policy = """
-                version: 1
-                network_policies: {}
+    void anAgentRunsInTheContainerAsItsUserUnderTheWallsAndItsExitEndsTheSandbox() throws Exception {
+        // Where the workload can write (its workspace), what it is, and what it must not reach.
+        String script = """
+                #!/bin/busybox sh
+                id -u > /sandbox/uid
+                echo written > /sandbox/written
+                ( echo x > /.openshell/runtime/x ) 2> /sandbox/runtime-write || true
+                ( echo x > /etc/x ) 2> /sandbox/etc-write || true
+                ( cat /.openshell/channel/*/workload-trust.pem > /dev/null && echo readable ) > /sandbox/trust 2>&1 || true
+                ( ls /.openshell/channel ) > /sandbox/channel-list 2>&1 || true
+                echo "$SSL_CERT_FILE" > /sandbox/ssl-cert-file
+                echo done > /sandbox/done
                 """;
-        TokenIssuer issuer = TokenIssuer.generate("openshell-gateway", "gateway-key-1", java.time.Clock.systemUTC());
-        LaunchBundles.Minted minted = LaunchBundles.mint(LaunchBundles.Request.builder().sandboxId(id)
-                .sessionId(SandboxSessionId.fresh().value()).generation(1).policyYaml(policy)
-                .agent(new LaunchBundles.Agent(List.of("/bin/busybox", "sleep", "5"), Map.of("PATH", "/bin"), "/sandbox"))
-                .workload(WorkloadContainer.UID, WorkloadContainer.UID).build(), issuer, 1);
-        Path supervisorLauncher = Path.of(System.getProperty("openshell.jlink.dir", "../../jlink"),
-                "openshell-supervisor", "target", "openshell-supervisor", "bin", "openshell-supervisor").toAbsolutePath().normalize();
-        String name = WorkloadContainer.uniqueName("serve");
-        List<String> args = WorkloadContainer.runArguments(name, Optional.of(channel), Optional.of("/sandbox"));
-        args.add(1, "-i");
-        args.addAll(List.of(images.reference("musl"), "--sandbox", id, "--generation", "1",
-                "--channel", WorkloadContainer.CHANNEL + "/supervisor.sock", "--bundle-stdin", "--workspace", "/sandbox"));
-        Process runtime = null;
-        Process supervisor = null;
-        List<String> runtimeOut = new CopyOnWriteArrayList<>();
-        List<String> supervisorOut = new CopyOnWriteArrayList<>();
-        try {
-            long started = System.nanoTime();
-            runtime = docker.start(args);
-            CompletableFuture<Long> serving = new CompletableFuture<>();
-            follow(runtime.getInputStream(), runtimeOut, line -> line.contains("\"serving\":true"), serving, started);
-            follow(runtime.getErrorStream(), runtimeOut, line -> false, new CompletableFuture<>(), started);
-            feed(runtime.getOutputStream(), minted.runtimeBundle());
-            // Across PID namespaces the peer's pid means nothing here: only --runtime-uid (no --runtime-pid).
-            supervisor = new ProcessBuilder(supervisorLauncher.toString(), "--sandbox", id, "--generation", "1",
-                    "--channel", channel.resolve("supervisor.sock").toString(), "--bundle-stdin",
-                    "--runtime-uid", Integer.toString(WorkloadContainer.UID)).start();
-            follow(supervisor.getInputStream(), supervisorOut, line -> false, new CompletableFuture<>(), started);
-            follow(supervisor.getErrorStream(), supervisorOut, line -> false, new CompletableFuture<>(), started);
-            feed(supervisor.getOutputStream(), minted.supervisorBundle());
-            long servedAt = serving.get(SERVE_WAIT.toMillis(), TimeUnit.MILLISECONDS);
-            System.out.println("docker run -> runtime serving: " + servedAt + " ms");
-            assertTrue(runtimeOut.stream().anyMatch(l -> l.contains("\"privilege\":\"unprivileged")), tail(runtimeOut));
-            // The supervisor attaches over the runtime's TLS through the channel (its peer check passes on the
-            // uid alone) and confirms; then it starts the agent, which this runtime still refuses, closed:
-            // without a mount it cannot put the supervisor's CA in the image's trust store (the supervisor
-            // always sends one), and without a cgroup v2 leaf it could not kill a whole process tree.
-            long endedAt = ended(supervisor, SERVE_WAIT);
-            String supervisorLog = String.join("\n", supervisorOut);
-            assertFalse(supervisorLog.contains("PEER_REFUSED") || supervisorLog.contains("attach failed"), tail(supervisorOut));
-            assertTrue(supervisorLog.contains("FAILED: startAgent"), "the supervisor should get as far as the agent: " + tail(supervisorOut));
-            assertTrue(supervisorLog.contains("trust store") || supervisorLog.contains("cgroup"),
-                    "the refusal names what this runtime cannot do in a container: " + tail(supervisorOut));
-            assertFalse(supervisorLog.contains("\"ready\":true"), tail(supervisorOut));
-            System.out.println("docker run -> supervisor attached and refused the agent: " + endedAt + " ms");
-        } catch (java.util.concurrent.TimeoutException e) {
-            fail("the runtime never served:\nruntime:\n" + tail(runtimeOut) + "\nsupervisor:\n" + tail(supervisorOut));
-        } finally {
-            if (supervisor != null) {
-                supervisor.destroyForcibly();
-                supervisor.waitFor(10, TimeUnit.SECONDS);
-            }
-            docker.removeContainer(name);
-            if (runtime != null) {
-                runtime.destroyForcibly();
-                runtime.waitFor(10, TimeUnit.SECONDS);
-            }
-            System.out.println("runtime:\n" + tail(runtimeOut) + "\nsupervisor:\n" + tail(supervisorOut));
+        try (ContainerSandbox sandbox = ContainerSandbox.start(docker, images.reference("musl"), work, "version: 1\nnetwork_policies: {}\n",
+                List.of("/bin/busybox", "sh", ContainerSandbox.WORKSPACE + "/agent.sh"), Map.of("PATH", "/bin"),
+                ContainerSandbox.Options.none(), Map.of("agent.sh", script))) {
+            long serving = sandbox.awaitServing(SERVE_WAIT);
+            long ready = sandbox.awaitReady(SERVE_WAIT);
+            System.out.println("docker run -> runtime serving " + serving + " ms, -> supervisor ready (agent started) " + ready + " ms");
+            assertTrue(sandbox.runtimeLines().stream().anyMatch(l -> l.contains("\"privilege\":\"unprivileged")), sandbox.logs());
+            assertEquals(0, sandbox.awaitSupervisorExit(SERVE_WAIT), sandbox.logs());
+            assertEquals(Optional.of("done"), sandbox.workspaceFile("done"), sandbox.logs());
+            assertEquals(Optional.of(Integer.toString(WorkloadContainer.UID)), sandbox.workspaceFile("uid"));
+            assertEquals(Optional.of("written"), sandbox.workspaceFile("written"));
+            assertTrue(sandbox.workspaceFile("runtime-write").orElseThrow().contains("Read-only file system")
+                    || sandbox.workspaceFile("runtime-write").orElseThrow().contains("denied"), sandbox.workspaceFile("runtime-write").orElseThrow());
+            assertTrue(sandbox.workspaceFile("etc-write").orElseThrow().contains("denied"), sandbox.workspaceFile("etc-write").orElseThrow());
+            // The trust bundle beside the runtime's files is named by the variables; Landlock keeps the rest of
+            // the channel directory (the supervisor's socket, the runtime's directory) out of sight.
+            assertTrue(sandbox.workspaceFile("ssl-cert-file").orElseThrow().endsWith("/workload-trust.pem"), sandbox.logs());
+            assertTrue(sandbox.workspaceFile("channel-list").orElseThrow().contains("denied"), sandbox.workspaceFile("channel-list").orElseThrow());
         }
     }
 
-    /** Waits for a process to end; returns the milliseconds waited, fails after {@code wait}. */
-    private static long ended(Process p, Duration wait) throws InterruptedException {
-        long from = System.nanoTime();
-        if (!p.waitFor(wait.toMillis(), TimeUnit.MILLISECONDS)) {
-            fail("the supervisor did not end within " + wait);
+    @Test
+    void aPolicyNamingAnotherUserIsRefusedBeforeAnythingRunsNotIgnored() throws Exception {
+        openshell.protocol.WorkloadConfinement otherUser = new openshell.protocol.WorkloadConfinement(false, List.of(), List.of(),
+                false, false, Optional.of("10002"), Optional.of("10002"));
+        try (ContainerSandbox sandbox = ContainerSandbox.start(docker, images.reference("musl"), work,
+                "version: 1\nprocess: {run_as_user: 10002, run_as_group: 10002}\n",
+                List.of("/bin/busybox", "sh", "-c", "echo ran > /sandbox/ran"), Map.of("PATH", "/bin"),
+                new ContainerSandbox.Options(Map.of(), Optional.of(otherUser)), Map.of())) {
+            // 70: EXIT_PROBE_FAILED, the runtime's "refusing to serve".
+            assertEquals(70, sandbox.awaitRuntimeExit(SERVE_WAIT), sandbox.logs());
+            String runtime = String.join("\n", sandbox.runtimeLines());
+            assertTrue(runtime.contains("refusing to serve") && runtime.contains("10002:10002") && runtime.contains("CAP_SETUID"), sandbox.logs());
+            assertFalse(runtime.contains("\"serving\":true"), sandbox.logs());
+            assertEquals(Optional.empty(), sandbox.workspaceFile("ran"));
         }
-        return TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - from);
     }
 
-    private static void feed(OutputStream in, byte[] bundle) throws IOException {
-        try (in) {
-            in.write(bundle);
-        }
-    }
-
-    private static void follow(java.io.InputStream stream, List<String> lines, java.util.function.Predicate<String> mark,
-                               CompletableFuture<Long> marked, long started) {
-        Thread.ofPlatform().daemon(true).start(() -> {
-            try (BufferedReader r = new BufferedReader(new InputStreamReader(stream, StandardCharsets.UTF_8))) {
-                String line;
-                while ((line = r.readLine()) != null) {
-                    lines.add(line);
-                    if (mark.test(line)) {
-                        marked.complete(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started));
-                    }
-                }
-            } catch (IOException e) {
-                // The process ended.
-            }
+    @Test
+    void anAgentIsAllowedOneRequestThroughAHostAliasAndDeniedAnUndeclaredHostAndAnotherBinary() throws Exception {
+        String allowedBody = "allowed-body-d0c4";
+        List<String> upstreamSaw = new CopyOnWriteArrayList<>();
+        // The upstream listens on the host's loopback; the supervisor (host network namespace) reaches it
+        // through the operator's alias. The workload's own loopback is the container's, empty.
+        com.sun.net.httpserver.HttpServer upstream = com.sun.net.httpserver.HttpServer.create(
+                new java.net.InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), 0), 16);
+        upstream.createContext("/", exchange -> {
+            upstreamSaw.add(exchange.getRequestMethod() + " " + exchange.getRequestURI().getPath());
+            byte[] body = (exchange.getRequestURI().getPath().equals("/allowed") ? allowedBody : "never").getBytes(StandardCharsets.UTF_8);
+            exchange.sendResponseHeaders(200, body.length);
+            exchange.getResponseBody().write(body);
+            exchange.close();
         });
-    }
-
-    /** The last lines of a log, for a failure message (a retrying supervisor writes thousands). */
-    private static String tail(List<String> lines) {
-        List<String> copy = new ArrayList<>(lines);
-        return String.join("\n", copy.subList(Math.max(0, copy.size() - 40), copy.size()));
+        upstream.start();
+        try {
+            int port = upstream.getAddress().getPort();
+            String policy = """
+                    version: 1
+                    network_policies:
+                      demo:
+                        endpoints:
+                          - host: "api.docker.test"
+                            port: %d
+                            protocol: rest
+                            rules:
+                              - {method: GET, path: /allowed}
+                        binaries:
+                          - path: /bin/busybox
+                    """.formatted(port);
+            // The agent is the other copy: a policy matches a binary or one of its ancestors, so only what
+            // /usr/local/bin/busybox runs as itself is outside the policy, and /bin/busybox wget inside it.
+            String script = """
+                    #!/usr/local/bin/busybox sh
+                    /bin/busybox wget -q -O /sandbox/allowed.body http://api.docker.test:%1$d/allowed 2> /sandbox/allowed.err; echo $? > /sandbox/allowed.rc
+                    /bin/busybox wget -q -O /sandbox/undeclared.body http://undeclared.docker.test:%1$d/allowed 2> /sandbox/undeclared.err; echo $? > /sandbox/undeclared.rc
+                    /usr/local/bin/busybox wget -q -O /sandbox/binary.body http://api.docker.test:%1$d/allowed 2> /sandbox/binary.err; echo $? > /sandbox/binary.rc
+                    echo done > /sandbox/done
+                    """.formatted(port);
+            java.net.InetAddress loopback = java.net.InetAddress.getLoopbackAddress();
+            // busybox wget of the musl image (no -T: Debian's busybox 1.35 wget crashes on it).
+            try (ContainerSandbox sandbox = ContainerSandbox.start(docker, images.reference("musl"), work, policy,
+                    List.of("/usr/local/bin/busybox", "sh", ContainerSandbox.WORKSPACE + "/agent.sh"), Map.of("PATH", "/bin"),
+                    new ContainerSandbox.Options(Map.of("api.docker.test", loopback, "undeclared.docker.test", loopback), Optional.empty()),
+                    Map.of("agent.sh", script))) {
+                sandbox.awaitReady(SERVE_WAIT);
+                sandbox.awaitSupervisorExit(SERVE_WAIT);
+                String why = sandbox.logs() + "\nallowed.err: " + sandbox.workspaceFile("allowed.err").orElse("")
+                        + "\nundeclared.err: " + sandbox.workspaceFile("undeclared.err").orElse("")
+                        + "\nbinary.err: " + sandbox.workspaceFile("binary.err").orElse("");
+                assertEquals(Optional.of("done"), sandbox.workspaceFile("done"), why);
+                assertEquals(Optional.of("0"), sandbox.workspaceFile("allowed.rc"), why);
+                assertEquals(Optional.of(allowedBody), sandbox.workspaceFile("allowed.body"), why);
+                assertFalse(sandbox.workspaceFile("undeclared.rc").orElseThrow().equals("0"), why);
+                assertFalse(sandbox.workspaceFile("binary.rc").orElseThrow().equals("0"), why);
+                // Exactly one request reached the upstream: the allowed one.
+                assertEquals(List.of("GET /allowed"), upstreamSaw, why);
+                // The supervisor's audit says why each was decided, with the binary identified through /proc.
+                String audit = String.join("\n", sandbox.supervisorLines());
+                assertTrue(audit.contains("\"decision\":\"deny\"") && audit.contains("undeclared.docker.test"), why);
+                assertTrue(sandbox.supervisorLines().stream().anyMatch(l -> l.contains("\"decision\":\"deny\"")
+                        && l.contains("\"path\":\"/usr/local/bin/busybox\"") && l.contains("api.docker.test")), why);
+                assertTrue(sandbox.supervisorLines().stream().anyMatch(l -> l.contains("\"kind\":\"request\"")
+                        && l.contains("\"decision\":\"allow\"") && l.contains("\"path\":\"/bin/busybox\"")), why);
+            }
+        } finally {
+            upstream.stop(0);
+        }
     }
 }
