@@ -30,6 +30,7 @@
  * <tr><td>{@code DockerSettings.DEFAULT_MEMORY}</td><td>2 GiB (from {@code MIN_MEMORY} 128 MiB to {@code MAX_MEMORY} 64 GiB)</td><td>the setting refused (INVALID)</td></tr>
  * <tr><td>{@code DockerSettings.DEFAULT_MILLI_CPUS}</td><td>2 CPUs (from {@code MIN_MILLI_CPUS} 0.1 to {@code MAX_MILLI_CPUS} 64)</td><td>the setting refused (INVALID)</td></tr>
  * <tr><td>{@code DockerDriver.WORKSPACE_TMPFS_BYTES}</td><td>512 MiB</td><td>the workspace is full (ENOSPC)</td></tr>
+ * <tr><td>{@code DockerDriver.TMP_TMPFS_BYTES}</td><td>64 MiB, a /tmp for an image that has none</td><td>ENOSPC</td></tr>
  * <tr><td>{@code DockerDriver.SUPERVISOR_MEMORY}</td><td>512 MiB</td><td>the supervisor is killed; the workload is stopped</td></tr>
  * <tr><td>{@code DockerDriver.SUPERVISOR_PIDS}</td><td>512</td><td>the supervisor cannot start threads</td></tr>
  * <tr><td>{@code DockerDriver.SUPERVISOR_TMP_BYTES}</td><td>64 MiB of /tmp</td><td>ENOSPC in the supervisor</td></tr>

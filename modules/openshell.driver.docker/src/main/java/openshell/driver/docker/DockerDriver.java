@@ -85,6 +85,8 @@ final class DockerDriver implements ComputeDriver {
     static final String RESOLVER = "127.0.0.53";
     /** Size of the default workspace tmpfs (it counts against the container's memory). */
     static final long WORKSPACE_TMPFS_BYTES = 512L << 20;
+    /** Size of the /tmp tmpfs an image without a /tmp gets (the runtime's scratch files). */
+    static final long TMP_TMPFS_BYTES = 64L << 20;
     /** Memory of the supervisor container. */
     static final long SUPERVISOR_MEMORY = 512L << 20;
     /** Pids of the supervisor container. */
@@ -191,12 +193,12 @@ final class DockerDriver implements ComputeDriver {
         String supervisorImage = supervisorImage(e);
         ContainerNames names = new ContainerNames(settings.namespace(), plan.context().sandboxId());
         workspace.ifPresent(w -> VolumeOwnership.admitUserVolume(w, volume(e, w)));
-        ImageIdentity identity = identity(e, names, pinned, new String(plan.context().policy().document(), StandardCharsets.UTF_8));
-        requireSealedIdentity(identity, plan.context().workload());
+        ImageFacts facts = identity(e, names, pinned, new String(plan.context().policy().document(), StandardCharsets.UTF_8));
+        requireSealedIdentity(facts.identity(), plan.context().workload());
         Deque<Runnable> undo = new ArrayDeque<>();
         try {
             channelVolume(e, names, undo, true);
-            return launch(e, names, launch, plan, pinned.getId(), supervisorImage, identity, workspace,
+            return launch(e, names, launch, plan, pinned.getId(), supervisorImage, facts, workspace,
                     DialDirection.RUNTIME_INITIATED, undo);
         } catch (RuntimeException failure) {
             rollBack(undo, failure);
@@ -240,8 +242,8 @@ final class DockerDriver implements ComputeDriver {
         }
         InspectImageResponse pinned = pin(e, previous.imageId());
         String supervisorImage = supervisorImage(e);
-        ImageIdentity identity = identity(e, names, pinned, new String(plan.context().policy().document(), StandardCharsets.UTF_8));
-        requireSealedIdentity(identity, plan.context().workload());
+        ImageFacts facts = identity(e, names, pinned, new String(plan.context().policy().document(), StandardCharsets.UTF_8));
+        requireSealedIdentity(facts.identity(), plan.context().workload());
         Optional<String> workspace = Optional.ofNullable(plan.options().get(OPTION_WORKSPACE));
         workspace.ifPresent(w -> VolumeOwnership.admitUserVolume(w, volume(e, w)));
         stopWatching(id);
@@ -251,7 +253,7 @@ final class DockerDriver implements ComputeDriver {
         Deque<Runnable> undo = new ArrayDeque<>();
         try {
             channelVolume(e, names, undo, false);
-            return launch(e, names, launch, plan, pinned.getId(), supervisorImage, identity, workspace, previous.direction(),
+            return launch(e, names, launch, plan, pinned.getId(), supervisorImage, facts, workspace, previous.direction(),
                     undo);
         } catch (RuntimeException failure) {
             rollBack(undo, failure);
@@ -273,13 +275,14 @@ final class DockerDriver implements ComputeDriver {
     }
 
     private Provisioned launch(Engine e, ContainerNames names, Launch launch, LaunchPlan plan, String imageId,
-                               String supervisorImage, ImageIdentity identity, Optional<String> workspace,
+                               String supervisorImage, ImageFacts facts, Optional<String> workspace,
                                DialDirection direction, Deque<Runnable> undo) {
         DockerClient d = e.docker();
+        ImageIdentity identity = facts.identity();
         SandboxId id = names.id();
         long generation = plan.runtimeGeneration();
         stageChannel(e, names, supervisorImage, identity);
-        String workload = createWorkload(d, names, launch, imageId, identity, workspace, generation);
+        String workload = createWorkload(d, names, launch, imageId, facts, workspace, generation);
         undo.push(() -> remove(e, workload));
         FenceEvidence fence = fence(d.inspectContainerCmd(workload).exec());
         if (!fence.violations().isEmpty()) {
@@ -302,8 +305,9 @@ final class DockerDriver implements ComputeDriver {
         return Provisioned.of(t.descriptor(), direction, t.state());
     }
 
-    private String createWorkload(DockerClient d, ContainerNames names, Launch launch, String imageId, ImageIdentity identity,
+    private String createWorkload(DockerClient d, ContainerNames names, Launch launch, String imageId, ImageFacts facts,
                                   Optional<String> workspace, long generation) {
+        ImageIdentity identity = facts.identity();
         List<Mount> mounts = new ArrayList<>(List.of(
                 new Mount().withType(MountType.BIND).withSource(launch.runtimeDir().toString()).withTarget(RUNTIME_MOUNT)
                         .withReadOnly(true),
@@ -322,9 +326,16 @@ final class DockerDriver implements ComputeDriver {
                 .withRestartPolicy(RestartPolicy.noRestart())
                 .withMounts(mounts)
                 .withGroupAdd(identity.groups().stream().map(String::valueOf).toList());
+        Map<String, String> tmpfs = new LinkedHashMap<>();
         if (workspace.isEmpty()) {
-            host.withTmpFs(Map.of(WORKSPACE, "uid=" + identity.uid() + ",gid=" + identity.gid() + ",mode=0700,size="
-                    + WORKSPACE_TMPFS_BYTES));
+            tmpfs.put(WORKSPACE, "uid=" + identity.uid() + ",gid=" + identity.gid() + ",mode=0700,size=" + WORKSPACE_TMPFS_BYTES);
+        }
+        if (!facts.hasTmp()) {
+            // Only where the image has none: an image's own /tmp is never covered.
+            tmpfs.put("/tmp", "mode=1777,size=" + TMP_TMPFS_BYTES);
+        }
+        if (!tmpfs.isEmpty()) {
+            host.withTmpFs(tmpfs);
         }
         List<String> args = List.of("--sandbox", names.id().value(), "--generation", Long.toString(generation),
                 "--channel", CHANNEL_SOCKET, "--bundle-stdin", "--workspace", WORKSPACE);
@@ -418,8 +429,15 @@ final class DockerDriver implements ComputeDriver {
         }
     }
 
-    /** Reads the pinned image's account files out of a container that is made and never started. */
-    private ImageIdentity identity(Engine e, ContainerNames names, InspectImageResponse image, String policy) {
+    /**
+     * What the driver reads of the pinned image, out of a container that is made and never
+     * started (no image code runs): the identity, and whether it has a {@code /tmp} (the runtime's
+     * scratch space; an image without one, {@code FROM scratch}, gets a private tmpfs there).
+     */
+    record ImageFacts(ImageIdentity identity, boolean hasTmp) {
+    }
+
+    private ImageFacts identity(Engine e, ContainerNames names, InspectImageResponse image, String policy) {
         DockerClient d = e.docker();
         String reader = d.createContainerCmd(image.getId()).withName(names.workload() + "-identity")
                 .withLabels(labels(names, Labels.Role.IDENTITY, 0)).withEntrypoint("/nonexistent")
@@ -429,7 +447,16 @@ final class DockerDriver implements ComputeDriver {
             Optional<String> passwd = accountFile(d, reader, "/etc/passwd");
             Optional<String> group = accountFile(d, reader, "/etc/group");
             String user = image.getConfig() == null || image.getConfig().getUser() == null ? "" : image.getConfig().getUser();
-            return ImageIdentity.resolve(policy, user, passwd, group);
+            boolean tmp;
+            try {
+                d.copyArchiveFromContainerCmd(reader, "/tmp").exec().close();
+                tmp = true;
+            } catch (NotFoundException absent) {
+                tmp = false;
+            } catch (IOException ex) {
+                tmp = true;
+            }
+            return new ImageFacts(ImageIdentity.resolve(policy, user, passwd, group), tmp);
         } finally {
             remove(e, reader);
         }

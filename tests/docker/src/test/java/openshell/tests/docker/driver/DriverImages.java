@@ -14,11 +14,14 @@ final class DriverImages implements AutoCloseable {
     final Path work;
     final String workload;
     final String supervisorBase;
+    /** A FROM scratch image: one static busybox, no /etc, no /tmp. */
+    final String scratch;
 
     private DriverImages(Path work, String tag) {
         this.work = work;
         this.workload = "openshell-driver-bb/glibc:" + tag;
         this.supervisorBase = "openshell-driver-bb/supervisor-base:" + tag;
+        this.scratch = "openshell-driver-bb/scratch:" + tag;
     }
 
     static DriverImages build(String what) throws IOException, InterruptedException {
@@ -33,6 +36,7 @@ final class DriverImages implements AutoCloseable {
         try {
             DockerCommand.importImage(roots.resolve("glibc.tar"), images.workload);
             DockerCommand.importImage(work.resolve("supervisor-base.tar"), images.supervisorBase);
+            DockerCommand.importImage(roots.resolve("scratch.tar"), images.scratch);
         } catch (RuntimeException | Error e) {
             images.close();
             throw e;
@@ -50,5 +54,6 @@ final class DriverImages implements AutoCloseable {
     public void close() {
         DockerCommand.run("rmi", "-f", workload);
         DockerCommand.run("rmi", "-f", supervisorBase);
+        DockerCommand.run("rmi", "-f", scratch);
     }
 }

@@ -160,6 +160,19 @@ class GatewayDockerTest {
     }
 
     @Test
+    void aFromScratchImageWithOneStaticBinaryRunsTheSameWay() throws IOException, InterruptedException {
+        // No /etc, no /tmp, no libc, no /bin/sleep: the runtime brings its own, and the driver gives it a /tmp the image lacks.
+        Result created = cli("sandbox", "create", "--name", "scratch", "--image", images.scratch, "--policy", policy.toString(),
+                "--", "/bin/busybox", "sleep", "600");
+        assertEquals(0, created.exit(), created.err() + created.out());
+        Result hello = cli("sandbox", "exec", "scratch", "--", "/bin/busybox", "echo", "from scratch");
+        assertEquals(0, hello.exit(), hello.err());
+        assertEquals("from scratch", hello.out());
+        assertEquals(0, cli("sandbox", "delete", "scratch").exit());
+        assertEquals(List.of(), DockerCommand.containersLabelled("openshell.ai/sandbox-namespace=" + NAMESPACE));
+    }
+
+    @Test
     void runWithTheDockerDriverPrintsAndLeavesNothing() throws IOException, InterruptedException {
         Result run = cli("run", "--driver", "docker", "--image", images.workload, "--policy", policy.toString(), "--",
                 "/bin/busybox", "echo", "one shot in docker");
