@@ -103,7 +103,7 @@ final class Usage {
         Command c = find(path);
         if (c != null) {
             return "usage: openshell " + indent(c.synopsis(), "usage: openshell ".length()) + "\n\n" + wrap(c.summary(), "")
-                    + "\n" + GLOBAL + EXIT_CODES;
+                    + "\n\n" + GLOBAL + "\n" + EXIT_CODES;
         }
         if (GROUPS.contains(path)) {
             String subs = COMMANDS.stream().filter(s -> s.path().startsWith(path + " "))
@@ -112,7 +112,7 @@ final class Usage {
                     + "each subcommand's own usage: openshell " + path + " SUBCOMMAND --help\n";
         }
         return "usage: openshell [--state DIR] [-o text|json] COMMAND ...\n\ncommands:\n" + list("") + "\n" + GLOBAL
-                + EXIT_CODES + "each command's own usage: openshell COMMAND --help\n";
+                + "\n" + EXIT_CODES + "\neach command's own usage: openshell COMMAND --help\n";
     }
 
     private static Command find(String path) {
