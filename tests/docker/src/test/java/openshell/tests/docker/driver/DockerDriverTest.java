@@ -247,6 +247,37 @@ class DockerDriverTest {
     }
 
     @Test
+    void aWorkloadWhoseFenceIsBrokenIsStoppedWithTheReasonAndNothingIsLeftRunning() {
+        // dockerd refuses to give a none-mode container a network, so the broken fence is a replaced
+        // container: one labelled exactly as the driver labels the workload, but on the host's network.
+        String id = "fence";
+        SandboxId sandbox = new SandboxId(id);
+        Provisioned p = driver.create(plan(id, 1));
+        String workloadId = DockerCommand.inspect(workloadName(id), "{{.Id}}");
+        List<String> args = new java.util.ArrayList<>(List.of("run", "-d", "--network", "host", "--cap-drop", "ALL",
+                "--security-opt", "no-new-privileges", "--user", UID + ":" + UID, "--entrypoint", "/bin/busybox"));
+        for (String label : List.of("managed-by", "sandbox-id", "sandbox-namespace", "owner", "isolation-backend",
+                "isolation-role", "runtime-generation")) {
+            String key = "openshell.ai/" + label;
+            args.addAll(List.of("--label", key + "=" + DockerCommand.inspect(workloadId, "{{index .Config.Labels \"" + key + "\"}}")));
+        }
+        args.addAll(List.of(WORKLOAD_IMAGE, "sleep", "600"));
+        String replaced = DockerCommand.run(args.toArray(String[]::new)).orFail("docker run").out();
+        DockerCommand.run("rm", "-f", workloadId).orFail("docker rm");
+        byte[] state = new String(p.state(), StandardCharsets.ISO_8859_1).replace(workloadId, replaced)
+                .getBytes(StandardCharsets.ISO_8859_1);
+        DriverStatus s = driver.status(sandbox, state);
+        assertEquals(DriverStatus.Phase.STOPPED, s.phase(), s.toString());
+        assertTrue(s.detail().contains("outer fence violated") && s.detail().contains("network mode is 'host', not none"),
+                s.detail());
+        assertFalse(s.part(DriverStatus.WORKLOAD).orElseThrow().alive());
+        assertFalse(DockerCommand.running(replaced), "the container with the broken fence still runs");
+        assertFalse(DockerCommand.running(workloadName(id) + "-supervisor"), "its supervisor still runs");
+        driver.delete(sandbox, state);
+        assertFalse(DockerCommand.exists(replaced));
+    }
+
+    @Test
     void startLaunchesTheNextGenerationOnTheSameChannelVolume() {
         String id = "restart";
         SandboxId sandbox = new SandboxId(id);

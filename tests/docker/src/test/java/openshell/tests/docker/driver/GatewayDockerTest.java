@@ -153,6 +153,14 @@ class GatewayDockerTest {
         Result logs = cli("sandbox", "logs", "gw", "--denied");
         assertTrue(logs.out().contains("DENY connect /bin/busybox -> " + HOST + ":" + (port + 1)), logs.out());
 
+        // Stop keeps the sandbox; start launches the next generation on the same channel volume.
+        assertEquals(0, cli("sandbox", "stop", "gw").exit());
+        Result restarted = cli("sandbox", "start", "gw");
+        assertEquals(0, restarted.exit(), restarted.err() + restarted.out());
+        assertTrue(restarted.out().contains("RUNNING") && restarted.out().contains("generation 2"), restarted.out());
+        Result again = cli("sandbox", "exec", "gw", "--", "/bin/busybox", "echo", "second generation");
+        assertEquals("second generation", again.out(), again.err());
+
         Result deleted = cli("sandbox", "delete", "gw");
         assertEquals(0, deleted.exit(), deleted.err());
         assertEquals(List.of(), DockerCommand.containersLabelled("openshell.ai/sandbox-namespace=" + NAMESPACE));
