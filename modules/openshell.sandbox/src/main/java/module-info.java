@@ -20,6 +20,9 @@
  * <tr><td>{@code NetworkBroker.MAX_PENDING_DNS}</td><td>256 queries</td><td>the query is dropped; the resolver retries</td></tr>
  * <tr><td>{@code NetworkBroker.MAX_SENDMMSG_VECTOR}</td><td>1024 (UIO_MAXIOV)</td><td>the kernel sends no more in one call</td></tr>
  * <tr><td>{@code NetworkBroker.MAX_DNS_ASKERS}</td><td>1024 local ports</td><td>the least recently used attribution is forgotten; its queries arrive Unresolved</td></tr>
+ * <tr><td>{@code NetworkBroker.MAX_HELD_SOCKETS}</td><td>1024 sockets</td><td>where pidfd_getfd is refused: the oldest held socket is let go; its later connect is refused (EACCES), or continued if it stays on loopback</td></tr>
+ * <tr><td>{@code NetworkBroker.HELD_SOCKET_WAIT}</td><td>10 s</td><td>as above, for a socket not connected within it</td></tr>
+ * <tr><td>{@code Enclosure.PidNamespace.KILL_ROUNDS}</td><td>64</td><td>one process's tree is killed in at most that many rounds; a descendant forked in every round survives until the workload ends</td></tr>
  * <tr><td>{@code NetworkBroker.MAX_MEDIATED_PEERS}</td><td>2048 sockets</td><td>the least recently used is forgotten; its getpeername shows its loopback relay</td></tr>
  * <tr><td>{@code IdentityCapture.MAX_CACHED_DIGESTS}</td><td>1024</td><td>the least recently used digest is forgotten</td></tr>
  * <tr><td>{@code IdentityCapture.CTIME_SETTLE}</td><td>2 s</td><td>a file changed more recently is hashed on every capture, not cached</td></tr>

@@ -429,7 +429,19 @@ final class NetworkBroker implements NetworkMediationSource {
         InetSocketAddress destination = parsed.get();
         int fd = (int) n.argument(0);
         int tgid = IdentityCapture.processOf(tid);
-        OwnedFd socket = callerSocket(tgid, fd, true);
+        OwnedFd socket;
+        try {
+            socket = callerSocket(tgid, fd, true);
+        } catch (LinuxException e) {
+            if (!takeFdWorks && staysLocal(destination.getAddress())) {
+                // Not held any more, and going nowhere but the workload's own loopback: as made (a DNS
+                // query from it arrives unattributed, Unresolved).
+                audit("connect", "continue unheld", destination + ": " + e.getMessage());
+                listener.respondContinue(id);
+                return;
+            }
+            throw e;
+        }
         boolean handedOff = false;
         try {
             if (!listener.isValid(id)) {

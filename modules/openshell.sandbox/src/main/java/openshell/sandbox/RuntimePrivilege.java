@@ -69,6 +69,30 @@ record RuntimePrivilege(long capabilities, int uid, int gid) {
         return has(CAP_SETUID) && has(CAP_SETGID);
     }
 
+    /**
+     * A runtime without capabilities runs in a root file system that is not its own (a container's
+     * image): its own image must then be a read-only mount, so neither the image (files at the
+     * mount point) nor the workload (the same uid) can change what the runtime runs.
+     *
+     * @param javaHome the runtime image
+     * @throws BackendException UNAVAILABLE when it is writable
+     */
+    void requireReadOnlyImage(Path javaHome) {
+        if (canMount()) {
+            return;
+        }
+        boolean readOnly;
+        try {
+            readOnly = Files.getFileStore(javaHome).isReadOnly();
+        } catch (IOException e) {
+            throw new BackendException(BackendException.Kind.UNAVAILABLE, "cannot tell whether " + javaHome + " is read-only: " + e);
+        }
+        if (!readOnly) {
+            throw new BackendException(BackendException.Kind.UNAVAILABLE, "the runtime image " + javaHome + " is writable: without"
+                    + " capabilities it must be a read-only mount (docker --volume IMAGE:/.openshell/runtime:ro)");
+        }
+    }
+
     /** @return a short name for the serving line and errors */
     String describe() {
         return canMount() ? "namespace-root" : "unprivileged (no capabilities: views from the engine, workload as uid " + uid + ")";

@@ -31,6 +31,7 @@ final class SandboxCheck {
     static int run() {
         try {
             RuntimePrivilege privilege = RuntimePrivilege.current();
+            privilege.requireReadOnlyImage(Path.of(System.getProperty("java.home")));
             StartupProbes.SeccompProbe seccomp = StartupProbes.seccomp(); // while dumpable, see SandboxMain
             ProcessControl.setDumpable(false);
             new ResourceLimit(ResourceLimit.CORE, 0, 0).applyTo(0);

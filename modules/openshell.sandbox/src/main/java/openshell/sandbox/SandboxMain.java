@@ -199,6 +199,7 @@ public final class SandboxMain {
         StartupProbes.SeccompProbe seccomp;
         try {
             privilege = RuntimePrivilege.current();
+            privilege.requireReadOnlyImage(Path.of(System.getProperty("java.home")));
             // While this process is still dumpable, before a byte of the bundle was read: a runtime
             // without capabilities (a container's user) cannot open its own /proc/<tid>/mem once it is
             // not (the kernel then gives the files to root), which is what the probe reads.
