@@ -8,8 +8,8 @@
 #                the image's glibc); glibc and musl both hold a copy of busybox at
 #                /usr/local/bin/busybox (a binary a policy naming /bin/busybox does not allow), /etc/passwd with agent (10001:10001: a uid no host account has, see tests/docker), /tmp
 #   musl.tar     Debian's musl and busybox-static, NO glibc (no /lib64/ld-linux-x86-64.so.2,
-#                no libc.so.6), the same accounts (Debian's busybox 1.35 wget crashes on -T: the
-#                suites never pass it)
+#                no libc.so.6), the same accounts, and /usr/local/bin/held-probe (static, from
+#                held-probe.c) (Debian's busybox 1.35 wget crashes on -T: the suites never pass it)
 #   scratch.tar  one static binary, /bin/busybox (busybox-static), nothing else: no /etc,
 #                no /tmp, no accounts (a FROM scratch image)
 #   hostile.tar  busybox-static as /bin/busybox, the glibc libraries, and what would take over a
@@ -64,6 +64,8 @@ unpack "$work/musl" musl busybox-static
 accounts "$work/musl"
 applets "$work/musl"
 other_busybox "$work/musl"
+# held-probe (held-probe.c beside this script), static: opens sockets and connects one later.
+gcc -static -O2 -o "$work/musl/usr/local/bin/held-probe" "$(dirname "$0")/held-probe.c"
 if find "$work/musl" -name 'libc.so.6' -o -name 'ld-linux-x86-64.so.2' | grep -q .; then
     echo "test-images: the musl image holds glibc" >&2; exit 1
 fi

@@ -95,6 +95,23 @@ class RuntimeInContainerTest {
     }
 
     @Test
+    void aRuntimeImageMountedWritableIsRefused() {
+        String name = WorkloadContainer.uniqueName("writable");
+        try {
+            List<String> args = WorkloadContainer.runArguments(name, Optional.empty(), Optional.empty());
+            int mount = args.indexOf(WorkloadContainer.runtimeImage() + ":" + WorkloadContainer.RUNTIME + ":ro");
+            args.set(mount, WorkloadContainer.runtimeImage() + ":" + WorkloadContainer.RUNTIME);
+            args.add(images.reference("musl"));
+            args.add("--check");
+            Docker.Result r = docker.run(args, CHECK_WAIT);
+            assertEquals(70, r.exit(), r.err() + r.out());
+            assertTrue(r.err().contains("is writable") && r.err().contains(":ro"), r.err());
+        } finally {
+            docker.removeContainer(name);
+        }
+    }
+
+    @Test
     void anImagesEnvironmentLoaderFilesAndFilesAtTheRuntimesMountPointNeverReachTheRuntime() {
         // The image's ENV sets LD_PRELOAD (evil.so exits 66 when loaded), LD_LIBRARY_PATH, GLIBC_TUNABLES and
         // every JVM options variable; its /etc/ld.so.preload names evil.so; it ships its own launcher and
@@ -240,6 +257,41 @@ class RuntimeInContainerTest {
             }
         } finally {
             upstream.stop(0);
+        }
+    }
+
+    /** NetworkBroker's bounds where pidfd_getfd is refused (module-info's table): 1024 sockets, 10 s. */
+    private static final int MAX_HELD_SOCKETS = 1024;
+    private static final Duration HELD_SOCKET_WAIT = Duration.ofSeconds(10);
+
+    @Test
+    void aSocketIsHeldFromItsSocketCallForItsFirstConnectWithinTheBoundsAndLetGoBeyondThem() throws Exception {
+        // Each probe connects to the container's own loopback (nothing listens: ECONNREFUSED either way), on
+        // its own port; the runtime says "continue unheld" only for a socket it had let go of.
+        String script = """
+                #!/bin/busybox sh
+                held-probe wait 0 9001 > /sandbox/wait-0
+                held-probe wait %d 9002 > /sandbox/wait-beyond
+                held-probe many %d 9003 > /sandbox/many-at
+                held-probe many %d 9004 > /sandbox/many-beyond
+                echo done > /sandbox/done
+                """.formatted(HELD_SOCKET_WAIT.toSeconds() + 2, MAX_HELD_SOCKETS, MAX_HELD_SOCKETS + 1);
+        try (ContainerSandbox sandbox = ContainerSandbox.start(docker, images.reference("musl"), work, "version: 1\nnetwork_policies: {}\n",
+                List.of("/bin/busybox", "sh", ContainerSandbox.WORKSPACE + "/agent.sh"), Map.of("PATH", "/bin:/usr/local/bin"),
+                ContainerSandbox.Options.none(), Map.of("agent.sh", script))) {
+            sandbox.awaitReady(SERVE_WAIT);
+            assertEquals(0, sandbox.awaitSupervisorExit(SERVE_WAIT), sandbox.logs());
+            assertEquals(Optional.of("done"), sandbox.workspaceFile("done"), sandbox.logs());
+            for (String probe : List.of("wait-0", "wait-beyond", "many-at", "many-beyond")) {
+                assertEquals(Optional.of("connect=111"), sandbox.workspaceFile(probe), probe + ": " + sandbox.logs());
+            }
+            String runtime = String.join("\n", sandbox.runtimeLines());
+            java.util.function.Predicate<Integer> letGo = port -> sandbox.runtimeLines().stream()
+                    .anyMatch(l -> l.contains("continue unheld") && l.contains(":" + port + ":"));
+            assertFalse(letGo.test(9001), "a socket connected at once is still held: " + runtime);
+            assertTrue(letGo.test(9002), "a socket not connected within " + HELD_SOCKET_WAIT + " is let go: " + runtime);
+            assertFalse(letGo.test(9003), MAX_HELD_SOCKETS + " sockets are all held: " + runtime);
+            assertTrue(letGo.test(9004), "the oldest of " + (MAX_HELD_SOCKETS + 1) + " is let go: " + runtime);
         }
     }
 }
