@@ -131,7 +131,16 @@ class DockerDriverTest {
     @Test
     void aCreateProvisionsTheTwoContainersAndTheChannelVolumeAsDesignedAndDeleteRemovesThem() {
         String id = "shape";
-        Provisioned p = driver.create(plan(id, 1));
+        LaunchPlan launch = plan(id, 1);
+        long t0 = System.nanoTime();
+        Provisioned p = driver.create(launch);
+        long createMillis = (System.nanoTime() - t0) / 1_000_000;
+        // The anchor, measured in the same run: a plain container of the same image with no network.
+        long a0 = System.nanoTime();
+        DockerCommand.run("run", "--rm", "--network", "none", "--entrypoint", "/bin/busybox", WORKLOAD_IMAGE, "true")
+                .orFail("docker run");
+        System.out.println("driver create (both containers, runtime serving): " + createMillis
+                + " ms; docker run --rm --network none IMAGE true: " + (System.nanoTime() - a0) / 1_000_000 + " ms");
         assertEquals(DialDirection.RUNTIME_INITIATED, p.direction());
         assertEquals("openshell-sandbox", p.descriptor().backend().name());
         String workload = workloadName(id);
