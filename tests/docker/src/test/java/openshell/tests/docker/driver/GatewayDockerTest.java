@@ -181,6 +181,30 @@ class GatewayDockerTest {
     }
 
     @Test
+    void theWorkloadReachesNeitherTheDockerSocketNorTheSupervisorsFilesNorAnySecret() throws IOException, InterruptedException {
+        assertEquals(0, cli("sandbox", "create", "--name", "probe", "--image", images.workload, "--policy", policy.toString(),
+                "--", "/bin/busybox", "sleep", "600").exit());
+        try {
+            for (String path : List.of("/var/run/docker.sock", "/run/docker.sock", "/.openshell/supervisor",
+                    "/.openshell/channel/supervisor")) {
+                Result r = cli("sandbox", "exec", "probe", "--", "/bin/busybox", "ls", "-d", path);
+                assertNotEquals(0, r.exit(), path + " is visible to the workload: " + r.out());
+            }
+            // The runtime (PID 1) is not dumpable: its environment and memory are not the agent's to read.
+            Result environ = cli("sandbox", "exec", "probe", "--", "/bin/busybox", "cat", "/proc/1/environ");
+            assertNotEquals(0, environ.exit(), environ.out());
+            Result env = cli("sandbox", "exec", "probe", "--", "/bin/busybox", "env");
+            assertEquals(0, env.exit(), env.err());
+            assertTrue(!env.out().contains("eyJ") && !env.out().contains("BEGIN"), "a secret in the agent's environment: " + env.out());
+            // The channel directory holds sockets only: no bundle, key or token on the shared volume.
+            Result files = cli("sandbox", "exec", "probe", "--", "/bin/busybox", "find", "/.openshell/channel", "-type", "f");
+            assertEquals("", files.out(), "files on the channel volume: " + files.out());
+        } finally {
+            assertEquals(0, cli("sandbox", "delete", "probe").exit());
+        }
+    }
+
+    @Test
     void runWithTheDockerDriverPrintsAndLeavesNothing() throws IOException, InterruptedException {
         Result run = cli("run", "--driver", "docker", "--image", images.workload, "--policy", policy.toString(), "--",
                 "/bin/busybox", "echo", "one shot in docker");
