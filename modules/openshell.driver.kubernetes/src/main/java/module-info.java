@@ -56,8 +56,11 @@
  * {@code image}, {@code dial} ({@code runtime} or {@code supervisor}).
  *
  * <p>fabric8's jars are automatic modules named from their file names; the driver uses the JDK's HTTP
- * client ({@code kubernetes-httpclient-jdk}), not Vert.x. A module path holding this module needs
- * {@code --add-modules ALL-MODULE-PATH} so that fabric8's own services are resolved.
+ * client ({@code kubernetes-httpclient-jdk}, HTTP/1.1 over cleartext), not Vert.x. A module path
+ * holding this module needs every fabric8 jar on the module path too: Maven's surefire puts jars without a module name on the
+ * class path unless the tested module itself requires them, and the boot layer then cannot resolve
+ * this module (which is why {@code tests/descriptors} reads descriptors from the class path). fabric8
+ * logs through SLF4J, routed to {@code java.util.logging} ({@code slf4j-jdk14}, runtime scope).
  *
  * <table>
  * <caption>Bounds owned by this module</caption>

@@ -120,9 +120,10 @@ final class KubernetesDriver implements ComputeDriver {
         String image = image(plan);
         DialDirection direction = direction(plan);
         requireFence();
-        if (!owned(id).isEmpty()) {
+        List<String> existing = owned(id);
+        if (!existing.isEmpty()) {
             throw new DriverException(Kind.FAILED, "objects of sandbox " + id.value() + " already exist in namespace "
-                    + settings.namespace() + ": " + owned(id) + "; delete it first");
+                    + settings.namespace() + ": " + existing + "; delete it first");
         }
         Deque<HasMetadata> made = new ArrayDeque<>();
         try {
@@ -132,9 +133,8 @@ final class KubernetesDriver implements ComputeDriver {
             Service boundary = created(made, "services", manifests.boundaryService(id));
             Service supervisor = created(made, "services", manifests.supervisorService(id));
             created(made, "persistentvolumeclaims", manifests.workspace(id));
-            NetworkPolicy pair = created(made, "networkpolicies", manifests.pairPolicy(id));
+            created(made, "networkpolicies", manifests.pairPolicy(id));
             String pairUid = observePolicy(Manifests.pairPolicyName(id), manifests.pairPolicySpec(id)).getMetadata().getUid();
-            Objects.requireNonNull(pair);
             String boundaryAddress = address(boundary);
             String supervisorAddress = address(supervisor);
             KubernetesTopology t = launch(made, id, plan, image, direction, boundaryAddress, supervisorAddress,

@@ -96,8 +96,6 @@ final class Manifests {
     static final int BUNDLE_FILE_MODE = 0440;
     /** Longest sandbox id: {@code os-supervisor-} plus the id must be a 63-character Service name. */
     static final int MAX_SANDBOX_ID_CHARS = 63 - "os-supervisor-".length();
-    /** Characters of an object name for the generation (decimal), after {@code -g}. */
-    static final int MAX_GENERATION_DIGITS = 19;
 
     private final KubernetesSettings settings;
 
