@@ -468,6 +468,24 @@ class KubernetesDriverTest {
     }
 
     @Test
+    void aFailedSupervisorPodIsReportedAndTheWorkloadNeverRunsOnAlone() throws Exception {
+        SandboxId id = new SandboxId("s1");
+        Provisioned p = driver.create(plan("s1", 1));
+        cluster.awaitRunning(2);
+        Pod sup = pod("os-supervisor-s1");
+        sup.getStatus().setPhase("Failed");
+        k().pods().inNamespace(MockCluster.NAMESPACE).resource(sup).update();
+        DriverStatus s = driver.status(id, p.state());
+        assertEquals(DriverStatus.Phase.DEGRADED, s.phase(), s.detail());
+        assertEquals("Pod os-supervisor-s1 Failed", s.part(DriverStatus.SUPERVISOR).orElseThrow().detail());
+        assertFalse(s.part(DriverStatus.SUPERVISOR).orElseThrow().alive());
+        assertNull(pod("os-sandbox-s1"), "the workload Pod was deleted");
+        assertNotNull(pod("os-supervisor-s1"), "the failed supervisor Pod is left for its logs until stop or delete");
+        driver.delete(id, p.state());
+        assertEquals(NAMESPACE_POLICIES, managed());
+    }
+
+    @Test
     void deleteLeavesNothingEvenWithTheSupervisorGone() {
         SandboxId id = new SandboxId("s1");
         Provisioned p = driver.create(plan("s1", 1));
@@ -570,9 +588,11 @@ class KubernetesDriverTest {
         Map<String, String> unfenced = cluster.settings();
         unfenced.put("network-policy-enforced", "false");
         try (KubernetesDriver d = cluster.driver(unfenced)) {
+            int before = cluster.requests.size();
             DriverException e = assertThrows(DriverException.class, () -> d.create(plan("s1", 1)));
             assertEquals(Kind.UNAVAILABLE, e.kind());
             assertTrue(e.getMessage().contains("network-policy-enforced=true"), e.getMessage());
+            assertEquals(before, cluster.requests.size(), "refused before any request reached the API server");
         }
         unfenced.remove("network-policy-enforced");
         try (KubernetesDriver d = cluster.driver(unfenced)) {
