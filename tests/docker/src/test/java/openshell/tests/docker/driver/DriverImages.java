@@ -55,5 +55,11 @@ final class DriverImages implements AutoCloseable {
         DockerCommand.run("rmi", "-f", workload);
         DockerCommand.run("rmi", "-f", supervisorBase);
         DockerCommand.run("rmi", "-f", scratch);
+        // The root file systems and the suites' state: nothing of a run stays behind.
+        try (var paths = Files.walk(work)) {
+            paths.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        } catch (IOException e) {
+            System.err.println("cannot remove " + work + ": " + e.getMessage());
+        }
     }
 }

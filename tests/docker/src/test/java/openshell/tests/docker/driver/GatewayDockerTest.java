@@ -1,6 +1,7 @@
 package openshell.tests.docker.driver;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
@@ -70,6 +71,10 @@ class GatewayDockerTest {
                     binaries:
                       - path: /bin/busybox
                 """.formatted(UID, UID, HOST, upstream.getAddress().getPort()));
+        startGateway();
+    }
+
+    static void startGateway() throws IOException, InterruptedException {
         Result started = cli("gateway", "start", "--background", "--driver", "docker",
                 "--driver-setting", "namespace=" + NAMESPACE, "--driver-setting", "supervisor.image=" + images.supervisorBase,
                 "--host-alias", HOST + "=127.0.0.1");
@@ -202,6 +207,39 @@ class GatewayDockerTest {
         } finally {
             assertEquals(0, cli("sandbox", "delete", "probe").exit());
         }
+    }
+
+    @Test
+    void aSandboxOutlivesItsGatewayAndTheNextGatewayAdoptsIt() throws IOException, InterruptedException {
+        assertEquals(0, cli("sandbox", "create", "--name", "survivor", "--image", images.workload, "--policy", policy.toString(),
+                "--", "/bin/busybox", "sleep", "600").exit());
+        String workload = DockerCommand.containersLabelled("openshell.ai/sandbox-namespace=" + NAMESPACE).stream()
+                .filter(c -> DockerCommand.inspect(c, "{{index .Config.Labels \"openshell.ai/isolation-role\"}}").equals("sandbox"))
+                .findFirst().orElseThrow();
+        assertEquals(0, cli("gateway", "stop").exit());
+        assertTrue(DockerCommand.running(workload), "the workload ended with its gateway");
+        // A replica's lease outlives its process by at most this long (the gateway says so when started sooner).
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        Result started;
+        do {
+            Thread.sleep(2000);
+            started = cli("gateway", "start", "--background", "--driver", "docker",
+                    "--driver-setting", "namespace=" + NAMESPACE, "--driver-setting", "supervisor.image=" + images.supervisorBase,
+                    "--host-alias", HOST + "=127.0.0.1");
+        } while (started.exit() != 0 && started.err().contains("already running") && System.nanoTime() < deadline);
+        assertEquals(0, started.exit(), started.err());
+        Result hello = null;
+        for (int i = 0; i < 30; i++) {
+            hello = cli("sandbox", "exec", "survivor", "--", "/bin/busybox", "echo", "adopted");
+            if (hello.exit() == 0) {
+                break;
+            }
+            Thread.sleep(1000);
+        }
+        assertEquals("adopted", hello.out(), hello.err());
+        assertTrue(DockerCommand.inspect(workload, "{{.Id}}").equals(workload), "the same container, not a new one");
+        assertEquals(0, cli("sandbox", "delete", "survivor").exit());
+        assertFalse(DockerCommand.exists(workload));
     }
 
     @Test
