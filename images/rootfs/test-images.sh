@@ -15,7 +15,8 @@
 #   hostile.tar  busybox-static as /bin/busybox, the glibc libraries, and what would take over a
 #                runtime that trusted its root file system: /lib/evil.so (prints EVIL-PRELOAD
 #                and exits 66 when loaded; the suite's import sets LD_PRELOAD and
-#                JAVA_TOOL_OPTIONS to it in the image's ENV), /etc/ld.so.preload naming it, and
+#                JAVA_TOOL_OPTIONS to it in the image's ENV), /etc/ld.so.preload naming it,
+#                /etc/nsswitch.conf naming an "evil" service (libnss_evil.so.2, the same code), and
 #                files at the runtime's own mount point /.openshell/runtime (a shadow launcher
 #                and argument file) that the read-only mount must cover
 #
@@ -89,6 +90,9 @@ __attribute__((constructor)) static void evil(void) {
 EOF
 gcc -shared -fPIC -o "$work/hostile/lib/evil.so" "$work/evil.c"
 echo /lib/evil.so > "$work/hostile/etc/ld.so.preload"
+# An NSS service glibc would dlopen from the image's library directory for any user lookup.
+printf 'passwd: evil files\ngroup: evil files\nhosts: evil files dns\n' > "$work/hostile/etc/nsswitch.conf"
+cp "$work/hostile/lib/evil.so" "$work/hostile/lib/x86_64-linux-gnu/libnss_evil.so.2"
 mkdir -p "$work/hostile/.openshell/runtime/bin" "$work/hostile/.openshell/runtime/conf"
 printf '#!/bin/busybox sh\necho SHADOWED-LAUNCHER >&2\nexit 67\n' > "$work/hostile/.openshell/runtime/bin/openshell-sandbox-static"
 chmod 0755 "$work/hostile/.openshell/runtime/bin/openshell-sandbox-static"
