@@ -83,6 +83,11 @@ class DockerDriverTest {
     private static Map<String, String> settings(String... extra) {
         Map<String, String> m = new HashMap<>(Map.of("namespace", NAMESPACE, "runtime.dir", jlink("sandbox").toString(),
                 "supervisor.dir", jlink("supervisor").toString(), "supervisor.image", images.reference("glibc")));
+        // The engine the docker command line uses (.ci/run exports its private dockerd's socket).
+        String host = System.getenv("DOCKER_HOST");
+        if (host != null && (host.startsWith("unix:///") || host.startsWith("tcp://"))) {
+            m.put("docker.host", host);
+        }
         for (int i = 0; i < extra.length; i += 2) {
             m.put(extra[i], extra[i + 1]);
         }

@@ -78,7 +78,7 @@ class DockerDriverTest {
         Map<String, String> settings = new HashMap<>(Map.of("namespace", NAMESPACE,
                 "runtime.dir", DriverImages.jlink("sandbox").toString(),
                 "supervisor.dir", DriverImages.jlink("supervisor").toString(),
-                "supervisor.image", images.supervisorBase, "limits.pids", "256"));
+                "supervisor.image", images.supervisorBase, "limits.pids", "256", "docker.host", DriverImages.dockerHost()));
         return DriverRegistry.load().driver("docker", new DriverEnvironment(work.resolve("state"), settings));
     }
 

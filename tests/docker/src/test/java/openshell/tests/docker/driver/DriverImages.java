@@ -44,6 +44,12 @@ final class DriverImages implements AutoCloseable {
         return images;
     }
 
+    /** @return the engine the docker command line uses: {@code DOCKER_HOST} (.ci/run's private dockerd), else the local socket */
+    static String dockerHost() {
+        String host = System.getenv("DOCKER_HOST");
+        return host != null && (host.startsWith("unix:///") || host.startsWith("tcp://")) ? host : "unix:///var/run/docker.sock";
+    }
+
     /** @return a jlink-built image directory ({@code sandbox} or {@code supervisor}) */
     static Path jlink(String name) {
         return Path.of(System.getProperty("openshell.jlink.dir", "../../jlink")).toAbsolutePath().normalize()

@@ -76,7 +76,7 @@ class GatewayDockerTest {
 
     static void startGateway() throws IOException, InterruptedException {
         Result started = cli("gateway", "start", "--background", "--driver", "docker",
-                "--driver-setting", "namespace=" + NAMESPACE, "--driver-setting", "supervisor.image=" + images.supervisorBase,
+                "--driver-setting", "namespace=" + NAMESPACE, "--driver-setting", "docker.host=" + DriverImages.dockerHost(), "--driver-setting", "supervisor.image=" + images.supervisorBase,
                 "--host-alias", HOST + "=127.0.0.1");
         assertEquals(0, started.exit(), started.err() + started.out());
     }
@@ -224,7 +224,7 @@ class GatewayDockerTest {
         do {
             Thread.sleep(2000);
             started = cli("gateway", "start", "--background", "--driver", "docker",
-                    "--driver-setting", "namespace=" + NAMESPACE, "--driver-setting", "supervisor.image=" + images.supervisorBase,
+                    "--driver-setting", "namespace=" + NAMESPACE, "--driver-setting", "docker.host=" + DriverImages.dockerHost(), "--driver-setting", "supervisor.image=" + images.supervisorBase,
                     "--host-alias", HOST + "=127.0.0.1");
         } while (started.exit() != 0 && started.err().contains("already running") && System.nanoTime() < deadline);
         assertEquals(0, started.exit(), started.err());
