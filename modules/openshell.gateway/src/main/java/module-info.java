@@ -86,7 +86,8 @@
  * another replica may take over. A new sandbox is leased to the replica that creates it; leases
  * nobody holds are taken by whichever replica looks first. Any replica answers every API call:
  * reads come from the store, and what must run at the manager (get with its observation, stop,
- * start, delete, policy set, the one-shot exec) is relayed to it ({@code Forwarding}). The
+ * start, delete, policy set, the one-shot exec) is relayed to it ({@code Forwarding}), and so is a
+ * streamed exec whose session is there ({@code ExecEndpoint}). The
  * replicas must share the API token, the signing key and the secret box key (the state
  * directory's {@code api-token}, {@code signing-key} and {@code secrets.key}). The embedded H2
  * store serves one gateway: a second one on the same file does not start and names the first.
@@ -161,8 +162,10 @@
  */
 module openshell.gateway {
     requires java.sql;
-    // Relaying an API call to the replica that manages the sandbox (Forwarding).
+    // Relaying an API call (Forwarding) or a streamed exec (ExecEndpoint) to the replica that manages the sandbox.
     requires java.net.http;
+    requires io.helidon.webclient.grpc;
+    requires io.helidon.common.tls;
     requires openshell.driver;
     requires openshell.isolation;
     requires openshell.policy;

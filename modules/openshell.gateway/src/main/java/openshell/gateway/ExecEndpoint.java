@@ -1,11 +1,16 @@
 package openshell.gateway;
 
 import java.time.Duration;
+import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReference;
 
 import com.google.protobuf.ByteString;
+import io.grpc.Channel;
 import io.grpc.stub.StreamObserver;
+import io.helidon.common.tls.Tls;
+import io.helidon.webclient.grpc.GrpcClient;
 import openshell.gateway.store.SandboxRecord;
 import openshell.protocol.exec.ExecClientFrame;
 import openshell.protocol.exec.ExecServerFrame;
@@ -29,6 +34,11 @@ import openshell.protocol.wire.RemoteTerminalSize;
  * so the token cannot be checked as a header; without it nothing runs and nothing is looked up.
  * A start with {@code forward_port} is a port forward ({@code openshell sandbox forward}): the same
  * relay, with one connection to that port on the sandbox's own loopback at its far end.
+ *
+ * <p>Among replicas the supervisor's session is at the replica that manages the sandbox: a stream
+ * that reaches another replica is relayed whole to the managing one (its first frame as it came,
+ * then every frame both ways unchanged), so flow control stays between the caller and the
+ * replica that holds the session, and this one holds nothing but the frames in flight.
  */
 final class ExecEndpoint extends SandboxExecGrpc.SandboxExecImplBase {
     /** Output window when the caller announces none. */
@@ -53,6 +63,7 @@ final class ExecEndpoint extends SandboxExecGrpc.SandboxExecImplBase {
     private final SandboxApi sandboxes;
     private final SessionHub sessions;
     private final ApiToken token;
+    private final Map<String, Channel> channels = new ConcurrentHashMap<>();
 
     ExecEndpoint(SandboxApi sandboxes, SessionHub sessions, ApiToken token) {
         this.sandboxes = sandboxes;
@@ -69,6 +80,8 @@ final class ExecEndpoint extends SandboxExecGrpc.SandboxExecImplBase {
     private final class Relay implements StreamObserver<ExecClientFrame> {
         private final StreamObserver<ExecServerFrame> out;
         private final AtomicReference<SessionExec> exec = new AtomicReference<>();
+        /** The managing replica's stream, when this one relays the whole exec there. */
+        private volatile StreamObserver<ExecClientFrame> upstream;
         private int clientWindow;
         private long clientCredit;
         private boolean finished;
@@ -81,6 +94,11 @@ final class ExecEndpoint extends SandboxExecGrpc.SandboxExecImplBase {
 
         @Override
         public void onNext(ExecClientFrame frame) {
+            StreamObserver<ExecClientFrame> up = upstream;
+            if (up != null) {
+                up.onNext(frame);
+                return;
+            }
             SessionExec relay = exec.get();
             if (relay == null) {
                 if (!frame.hasStart()) {
@@ -117,6 +135,10 @@ final class ExecEndpoint extends SandboxExecGrpc.SandboxExecImplBase {
             }
             try {
                 relay = start.getForwardPort() != 0 ? forward(start) : exec(start);
+                if (relay == null) {
+                    // Relayed whole to the replica with the session.
+                    return;
+                }
             } catch (GatewayException e) {
                 fail(e.reason().name() + ": " + e.getMessage());
                 return;
@@ -133,11 +155,49 @@ final class ExecEndpoint extends SandboxExecGrpc.SandboxExecImplBase {
             Thread.ofVirtual().name("exec-relay-" + relay.execId).start(() -> pump(relay));
         }
 
+        /** Relays the stream to the managing replica when the session is there and not here. */
+        private boolean relayedElsewhere(SandboxRecord record, ExecStart start) {
+            if (sessions.connected(record.id())) {
+                return false;
+            }
+            Optional<String> managing = sessions.replicas().manager(record.id()).map(Replicas.Manager::apiUrl);
+            managing.ifPresent(url -> relayTo(url, start));
+            return managing.isPresent();
+        }
+
+        /** Sends the start frame on to the managing replica and every frame after it both ways. */
+        private void relayTo(String url, ExecStart start) {
+            Channel channel = channels.computeIfAbsent(url, u -> GrpcClient.builder().baseUri(u)
+                    .tls(Tls.builder().enabled(false).build()).build().channel());
+            StreamObserver<ExecServerFrame> down = new StreamObserver<>() {
+                @Override
+                public void onNext(ExecServerFrame frame) {
+                    send(frame);
+                }
+
+                @Override
+                public void onError(Throwable t) {
+                    abort("UNAVAILABLE: the stream to the managing replica at " + url + " broke: " + t.getMessage());
+                }
+
+                @Override
+                public void onCompleted() {
+                    complete();
+                }
+            };
+            StreamObserver<ExecClientFrame> up = SandboxExecGrpc.newStub(channel).exec(down);
+            upstream = up;
+            up.onNext(ExecClientFrame.newBuilder().setStart(start).build());
+        }
+
         private SessionExec exec(ExecStart start) {
             if (start.getArgvCount() == 0) {
                 throw new GatewayException(GatewayException.Reason.INVALID, "argv must not be empty");
             }
             SandboxRecord record = sandboxes.find(start.getSandbox());
+            if (relayedElsewhere(record, start)) {
+                return null;
+            }
             RemoteExec.Builder exec = RemoteExec.newBuilder().addAllArgv(start.getArgvList())
                     .putAllEnvironment(sandboxes.execEnvironment(record, start.getEnvironmentMap()))
                     .setWorkingDirectory(start.getWorkingDirectory());
@@ -161,7 +221,11 @@ final class ExecEndpoint extends SandboxExecGrpc.SandboxExecImplBase {
                 throw new GatewayException(GatewayException.Reason.INVALID,
                         "a forward runs nothing: argv, environment, working directory and terminal must be empty");
             }
-            return sessions.exec(sandboxes.find(start.getSandbox()).id(), RemoteExec.newBuilder().setForwardPort(port));
+            SandboxRecord record = sandboxes.find(start.getSandbox());
+            if (relayedElsewhere(record, start)) {
+                return null;
+            }
+            return sessions.exec(record.id(), RemoteExec.newBuilder().setForwardPort(port));
         }
 
         /** Supervisor events to the caller, in order; output only within the caller's credit. */
@@ -295,11 +359,23 @@ final class ExecEndpoint extends SandboxExecGrpc.SandboxExecImplBase {
 
         @Override
         public void onError(Throwable t) {
+            StreamObserver<ExecClientFrame> up = upstream;
+            if (up != null) {
+                finish();
+                up.onError(t);
+                return;
+            }
             gone();
         }
 
         @Override
         public void onCompleted() {
+            StreamObserver<ExecClientFrame> up = upstream;
+            if (up != null) {
+                // The managing replica ends the exec as it would for a caller of its own.
+                up.onCompleted();
+                return;
+            }
             // The caller stopped talking before the exit: it can grant no more credit, so the exec ends.
             if (!isFinished()) {
                 gone();

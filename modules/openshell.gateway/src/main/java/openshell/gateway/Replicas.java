@@ -196,24 +196,24 @@ final class Replicas implements AutoCloseable {
         if (!leases.heartbeat(id, incarnation, now)) {
             replaced = true;
             log.println("openshell gateway: another process registered replica " + id + "; this one stops managing sandboxes");
-            held.keySet().forEach(k -> drop(k, "another process registered this replica id"));
+            held.forEach((k, g) -> drop(k, g, "another process registered this replica id"));
             return;
         }
+        // Only the grants made before the leases were read: a create's lease taken meanwhile is not in that read.
+        Map<String, Grant> before = Map.copyOf(held);
         Map<String, Lease> mine = leases.heldBy(id).stream().collect(Collectors.toMap(l -> l.sandbox().value(), l -> l));
-        for (String sandbox : Set.copyOf(held.keySet())) {
-            Grant grant = held.get(sandbox);
+        for (Map.Entry<String, Grant> e : before.entrySet()) {
+            String sandbox = e.getKey();
+            Grant grant = e.getValue();
             Lease stored = mine.get(sandbox);
-            if (grant == null) {
-                continue;
-            }
             if (stored == null || stored.epoch() != grant.epoch()) {
-                drop(sandbox, "its lease changed hands");
+                drop(sandbox, grant, "its lease changed hands");
                 continue;
             }
             Optional<String> wanted = stored.wantedBy().filter(w -> !w.equals(id));
             if (wanted.isPresent() && !hasSession.test(grant.sandbox())) {
                 // The supervisor talks to the other replica: the lease follows the session.
-                held.remove(sandbox);
+                held.remove(sandbox, grant);
                 if (leases.transfer(grant.sandbox(), id, grant.epoch(), wanted.get(), now).isPresent()) {
                     log.println("openshell gateway: replica " + id + " handed sandbox " + sandbox + " to replica "
                             + wanted.get() + ", which holds its supervisor's session");
@@ -225,7 +225,7 @@ final class Replicas implements AutoCloseable {
         }
         // Handed over to this replica by another: adopt by renewing under the epoch the handover set.
         for (Lease l : mine.values()) {
-            if (!held.containsKey(l.sandbox().value()) && l.liveAt(now)) {
+            if (!before.containsKey(l.sandbox().value()) && !held.containsKey(l.sandbox().value()) && l.liveAt(now)) {
                 renew(l.sandbox(), l.epoch(), started, now);
             }
         }
@@ -248,9 +248,15 @@ final class Replicas implements AutoCloseable {
 
     private void renew(SandboxId sandbox, long epoch, long started, Instant now) {
         if (leases.renew(sandbox, id, epoch, now).isPresent()) {
-            held.put(sandbox.value(), new Grant(sandbox, epoch, deadline(started)));
+            Grant renewed = new Grant(sandbox, epoch, deadline(started));
+            // Never back to an earlier deadline than a renewal that finished first.
+            held.merge(sandbox.value(), renewed, (old, next) -> old.epoch() == next.epoch()
+                    && old.validUntilNanos() - next.validUntilNanos() > 0 ? old : next);
         } else {
-            drop(sandbox.value(), "its lease could not be renewed");
+            Grant old = held.get(sandbox.value());
+            if (old != null && old.epoch() == epoch) {
+                drop(sandbox.value(), old, "its lease could not be renewed");
+            }
         }
     }
 
@@ -262,16 +268,16 @@ final class Replicas implements AutoCloseable {
         long now = nanos.getAsLong();
         held.forEach((k, g) -> {
             if (now - g.validUntilNanos() >= 0) {
-                drop(k, "its lease lapsed unrenewed");
+                drop(k, g, "its lease lapsed unrenewed");
             }
         });
     }
 
-    private void drop(String sandbox, String why) {
-        Grant gone = held.remove(sandbox);
-        if (gone != null) {
+    /** Drops a grant if it is still the one held (a newer grant of the sandbox stays). */
+    private void drop(String sandbox, Grant grant, String why) {
+        if (held.remove(sandbox, grant)) {
             log.println("openshell gateway: replica " + id + " no longer manages sandbox " + sandbox + ": " + why);
-            lost.accept(gone.sandbox());
+            lost.accept(grant.sandbox());
         }
     }
 
@@ -368,8 +374,8 @@ final class Replicas implements AutoCloseable {
                     held.put(s.value(), new Grant(s, got.get().epoch(), deadline(started)));
                     mine.add(s.value());
                 }
-            } else if (g.isPresent()) {
-                drop(s.value(), "its lease changed hands");
+            } else if (g.isPresent() && l != null && !l.holder().equals(id)) {
+                drop(s.value(), g.get(), "its lease changed hands");
             }
         }
         if (taken > 0) {

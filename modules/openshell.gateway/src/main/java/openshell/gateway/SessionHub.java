@@ -240,10 +240,10 @@ final class SessionHub extends GatewaySessionGrpc.GatewaySessionImplBase {
         if (s == null) {
             Optional<Replicas.Manager> elsewhere = replicas.manager(id);
             if (elsewhere.isPresent()) {
+                // The API relays to it first; this is a call that raced a change of manager.
                 throw new GatewayException(GatewayException.Reason.UNAVAILABLE, "the supervisor of sandbox " + id
                         + " has its session with replica " + elsewhere.get().replica() + " at " + elsewhere.get().apiUrl()
-                        + ": a streamed exec is not relayed between replicas yet; use that address, or the one-shot "
-                        + "POST /v1/sandboxes/{ref}/exec, which any replica relays");
+                        + ", not this one; retry");
             }
             throw new GatewayException(GatewayException.Reason.UNAVAILABLE, "the supervisor of sandbox " + id
                     + " has no session with this gateway (is the sandbox running? openshell sandbox get " + id + ")");
