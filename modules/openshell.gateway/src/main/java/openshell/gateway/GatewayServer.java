@@ -84,8 +84,14 @@ public final class GatewayServer implements AutoCloseable {
         SandboxLifecycle lifecycle = null;
         SessionHub sessions = null;
         SandboxObserver observer = null;
-        Replicas replicas = new Replicas(store.leases(), Replicas.loadOrCreateId(state), Clock.systemUTC(), System::nanoTime,
-                System.out);
+        Replicas replicas;
+        try {
+            replicas = Replicas.open(store.leases(), state);
+        } catch (RuntimeException e) {
+            timers.shutdownNow();
+            store.close();
+            throw e;
+        }
         try {
             ProviderStore providers = store.providers(secrets);
             DriverEnvironment driverEnvironment = new DriverEnvironment(driverState(config, state), config.driverSettings());

@@ -81,7 +81,9 @@ final class Replicas implements AutoCloseable {
 
     private final LeaseStore leases;
     private final String id;
-    private final String incarnation = UUID.randomUUID().toString();
+    /** This process: its host, so that a successor on the same host knows its predecessor, and a random part. */
+    private final String incarnation = host() + "/" + UUID.randomUUID().toString().substring(0, 18);
+    private volatile java.nio.channels.FileChannel stateLock;
     private final Clock clock;
     private final LongSupplier nanos;
     private final PrintStream log;
@@ -100,6 +102,57 @@ final class Replicas implements AutoCloseable {
         this.clock = clock;
         this.nanos = nanos;
         this.log = log;
+    }
+
+    /**
+     * This gateway's replica: its id from the state directory, and an exclusive lock on
+     * {@code <state>/replica.lock} for the process's life (the operating system drops it with the
+     * process), so that while it is held no other process on this host runs this replica, and a
+     * registered process of the same id on this host is a dead predecessor, replaced at once.
+     *
+     * @param leases the store's leases
+     * @param state  the state directory
+     * @return the replica, not started
+     * @throws GatewayException CONFLICT when another gateway process runs on this state directory
+     */
+    static Replicas open(LeaseStore leases, Path state) {
+        String id = loadOrCreateId(state);
+        Path file = state.resolve("replica.lock");
+        java.nio.channels.FileChannel channel;
+        try {
+            channel = java.nio.channels.FileChannel.open(file, java.nio.file.StandardOpenOption.CREATE,
+                    java.nio.file.StandardOpenOption.WRITE);
+            java.nio.channels.FileLock lock;
+            try {
+                lock = channel.tryLock();
+            } catch (java.nio.channels.OverlappingFileLockException sameProcess) {
+                lock = null;
+            }
+            if (lock == null) {
+                channel.close();
+                throw new GatewayException(Reason.CONFLICT, "another gateway process runs on the state directory " + state
+                        + " (replica " + id + "); each replica needs its own state directory");
+            }
+        } catch (IOException e) {
+            throw new GatewayException(Reason.UNAVAILABLE, "cannot lock " + file + ": " + e.getMessage(), e);
+        }
+        Replicas r = new Replicas(leases, id, Clock.systemUTC(), System::nanoTime, System.out);
+        r.stateLock = channel;
+        return r;
+    }
+
+    /** Drops the state directory's lock as the death of this process would; for tests. */
+    void releaseStateLockForTest() throws IOException {
+        stateLock.close();
+    }
+
+    private static String host() {
+        try {
+            String name = java.net.InetAddress.getLocalHost().getHostName();
+            return name.length() > 40 ? name.substring(0, 40) : name;
+        } catch (IOException e) {
+            return "unknown-host";
+        }
     }
 
     /**
@@ -167,7 +220,11 @@ final class Replicas implements AutoCloseable {
         this.hasSession = hasSession;
         this.lost = lost;
         Instant now = clock.instant();
-        leases.register(new Replica(id, apiUrl, incarnation, now, now));
+        // Holding the state directory's lock, a process of this id registered from this host is dead.
+        String here = incarnation.substring(0, incarnation.indexOf('/') + 1);
+        boolean predecessorDead = stateLock != null && leases.replica(id).map(r -> r.incarnation().startsWith(here))
+                .orElse(false);
+        leases.register(new Replica(id, apiUrl, incarnation, now, now), predecessorDead);
         registered = true;
     }
 
@@ -436,6 +493,14 @@ final class Replicas implements AutoCloseable {
             } catch (RuntimeException e) {
                 log.println("openshell gateway: replica " + id + " could not give its leases up (they lapse within "
                         + LeaseStore.LEASE_DURATION + "): " + e.getMessage());
+            }
+        }
+        java.nio.channels.FileChannel lock = stateLock;
+        if (lock != null) {
+            try {
+                lock.close();
+            } catch (IOException ignored) {
+                // Closing drops the lock in any case.
             }
         }
     }

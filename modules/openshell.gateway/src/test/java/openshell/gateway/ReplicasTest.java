@@ -154,6 +154,34 @@ class ReplicasTest {
     }
 
     @Test
+    void aStateDirectoryServesOneProcessAndItsSuccessorReplacesAKilledPredecessorAtOnce() throws Exception {
+        StoreConfig config = TestDatabases.fresh(TestDatabases.Database.POSTGRESQL);
+        java.nio.file.Path state = java.nio.file.Files.createTempDirectory("openshell-replica-state-");
+        try (SandboxStore store = SandboxStore.open(config)) {
+            Replicas first = Replicas.open(store.leases(), state);
+            first.register("http://127.0.0.1:1", s -> false, s -> { });
+            store.create(openshell.gateway.store.SandboxRecordFixture.record(ID.value(), "managed"));
+            Replicas.Grant grant = first.manage(ID).orElseThrow();
+            GatewayException twice = assertThrows(GatewayException.class, () -> Replicas.open(store.leases(), state));
+            assertEquals(GatewayException.Reason.CONFLICT, twice.reason());
+            assertTrue(twice.getMessage().contains(state.toString()), twice.getMessage());
+            // The first process dies without unregistering (SIGKILL): only its state lock goes with it.
+            first.releaseStateLockForTest();
+            Replicas next = Replicas.open(store.leases(), state);
+            try {
+                next.register("http://127.0.0.1:2", s -> false, s -> { });
+                assertEquals(first.id(), next.id(), "the same replica id, from the state directory");
+                next.pass();
+                assertEquals(grant.epoch(), next.grant(ID).orElseThrow(() -> new AssertionError("its leases stay the replica's"))
+                        .epoch());
+                assertEquals("http://127.0.0.1:2", store.leases().replica(next.id()).orElseThrow().apiUrl());
+            } finally {
+                next.close();
+            }
+        }
+    }
+
+    @Test
     void aStoppingReplicaGivesItsLeasesUpAtOnce() throws Exception {
         StoreConfig config = TestDatabases.fresh(TestDatabases.Database.POSTGRESQL);
         Time time = new Time();

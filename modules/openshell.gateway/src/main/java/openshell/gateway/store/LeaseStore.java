@@ -249,11 +249,23 @@ public final class LeaseStore {
      * @throws GatewayException CONFLICT naming the live process's address
      */
     public void register(Replica replica) {
+        register(replica, false);
+    }
+
+    /**
+     * Records a replica's process at start, as {@link #register(Replica)}.
+     *
+     * @param replica         the replica as it starts
+     * @param predecessorDead whether the caller knows the registered process of this id is gone
+     *                        (it holds the state directory's lock on the same host): then it is
+     *                        replaced at once, its leases stay this replica's
+     */
+    public void register(Replica replica, boolean predecessorDead) {
         if (replica.apiUrl().length() > MAX_API_URL_CHARS) {
             throw new GatewayException(Reason.INVALID, "the API address is limited to " + MAX_API_URL_CHARS + " characters");
         }
         Optional<Replica> before = replica(replica.id());
-        if (before.isPresent() && !before.get().incarnation().equals(replica.incarnation())
+        if (before.isPresent() && !predecessorDead && !before.get().incarnation().equals(replica.incarnation())
                 && before.get().aliveAt(replica.heartbeatAt())) {
             throw new GatewayException(Reason.CONFLICT, "replica " + replica.id() + " is already running at "
                     + before.get().apiUrl() + " (alive " + before.get().heartbeatAt() + "); each replica needs its own "
