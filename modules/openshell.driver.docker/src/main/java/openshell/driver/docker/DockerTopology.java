@@ -1,14 +1,13 @@
 package openshell.driver.docker;
 
-import java.io.ByteArrayOutputStream;
-import java.io.IOException;
-import java.io.StringReader;
-import java.nio.charset.StandardCharsets;
+import static openshell.driver.StateProperties.required;
+
 import java.util.Properties;
 import java.util.regex.Pattern;
 
 import openshell.driver.DialDirection;
 import openshell.driver.DriverException;
+import openshell.driver.StateProperties;
 import openshell.isolation.BackendKey;
 import openshell.isolation.TopologyDescriptor;
 
@@ -60,7 +59,7 @@ record DockerTopology(String namespace, long generation, String workloadId, Stri
         p.setProperty("channel", CHANNEL_SOCKET);
         p.setProperty("dial", dial(direction));
         p.setProperty("runtime.uid", Integer.toString(uid));
-        return TopologyDescriptor.of(BACKEND, write(p));
+        return TopologyDescriptor.of(BACKEND, StateProperties.write(p));
     }
 
     /** @return the driver's state for the gateway to persist */
@@ -76,13 +75,12 @@ record DockerTopology(String namespace, long generation, String workloadId, Stri
         p.setProperty("uid", Integer.toString(uid));
         p.setProperty("gid", Integer.toString(gid));
         p.setProperty("dial", dial(direction));
-        return write(p);
+        return StateProperties.write(p);
     }
 
     static DockerTopology fromState(byte[] state) {
-        Properties p = new Properties();
         try {
-            p.load(new StringReader(new String(state, StandardCharsets.ISO_8859_1)));
+            Properties p = StateProperties.read(state);
             if (!DockerDriver.NAME.equals(p.getProperty("driver"))) {
                 throw new IllegalArgumentException("written by another driver");
             }
@@ -95,32 +93,12 @@ record DockerTopology(String namespace, long generation, String workloadId, Stri
             return new DockerTopology(required(p, "namespace"), Long.parseLong(required(p, "generation")),
                     required(p, "workload"), required(p, "supervisor"), required(p, "channel.volume"), required(p, "image"),
                     Integer.parseInt(required(p, "uid")), Integer.parseInt(required(p, "gid")), direction);
-        } catch (IOException | RuntimeException e) {
+        } catch (RuntimeException e) {
             throw new DriverException(DriverException.Kind.INVALID, "not a Docker-driver state: " + e.getMessage(), e);
         }
     }
 
     private static String dial(DialDirection d) {
         return d == DialDirection.RUNTIME_INITIATED ? "runtime" : "supervisor";
-    }
-
-    private static String required(Properties p, String key) {
-        String v = p.getProperty(key);
-        if (v == null) {
-            throw new IllegalArgumentException("missing " + key);
-        }
-        return v;
-    }
-
-    private static byte[] write(Properties p) {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        try {
-            p.store(out, null);
-        } catch (IOException e) {
-            throw new IllegalStateException(e);
-        }
-        String text = out.toString(StandardCharsets.ISO_8859_1).lines().filter(l -> !l.startsWith("#"))
-                .sorted().reduce("", (a, b) -> a + b + "\n");
-        return text.getBytes(StandardCharsets.ISO_8859_1);
     }
 }

@@ -1,13 +1,12 @@
 package openshell.driver.kubernetes;
 
-import java.io.ByteArrayOutputStream;
-import java.io.IOException;
-import java.io.StringReader;
-import java.nio.charset.StandardCharsets;
+import static openshell.driver.StateProperties.required;
+
 import java.util.Properties;
 
 import openshell.driver.DialDirection;
 import openshell.driver.DriverException;
+import openshell.driver.StateProperties;
 import openshell.isolation.BackendKey;
 import openshell.isolation.SandboxId;
 import openshell.isolation.TopologyDescriptor;
@@ -54,7 +53,7 @@ record KubernetesTopology(String namespace, SandboxId id, long generation, DialD
         p.setProperty("boundary.address", boundaryAddress);
         p.setProperty("supervisor.authority", Manifests.supervisorServiceName(id) + "." + namespace + ".svc:" + port);
         p.setProperty("supervisor.address", supervisorAddress);
-        return TopologyDescriptor.of(BACKEND, write(p));
+        return TopologyDescriptor.of(BACKEND, StateProperties.write(p));
     }
 
     byte[] state() {
@@ -75,13 +74,12 @@ record KubernetesTopology(String namespace, SandboxId id, long generation, DialD
         p.setProperty("supervisor.pod.uid", supervisorPodUid);
         p.setProperty("workload.view", workloadView);
         p.setProperty("supervisor.view", supervisorView);
-        return write(p);
+        return StateProperties.write(p);
     }
 
     static KubernetesTopology fromState(SandboxId expected, byte[] state) {
-        Properties p = new Properties();
         try {
-            p.load(new StringReader(new String(state, StandardCharsets.ISO_8859_1)));
+            Properties p = StateProperties.read(state);
             KubernetesTopology t = new KubernetesTopology(required(p, "namespace"), new SandboxId(required(p, "id")),
                     Long.parseLong(required(p, "generation")), DialDirection.valueOf(required(p, "direction")),
                     Integer.parseInt(required(p, "port")), required(p, "boundary.address"), required(p, "supervisor.address"),
@@ -93,30 +91,9 @@ record KubernetesTopology(String namespace, SandboxId id, long generation, DialD
                 throw new IllegalArgumentException("it names sandbox " + t.id().value());
             }
             return t;
-        } catch (IOException | RuntimeException e) {
+        } catch (RuntimeException e) {
             throw new DriverException(DriverException.Kind.INVALID, "not a kubernetes-driver state of sandbox "
                     + expected.value() + ": " + e.getMessage(), e);
         }
-    }
-
-    private static String required(Properties p, String key) {
-        String v = p.getProperty(key);
-        if (v == null) {
-            throw new IllegalArgumentException("missing " + key);
-        }
-        return v;
-    }
-
-    private static byte[] write(Properties p) {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        try {
-            p.store(out, null);
-        } catch (IOException e) {
-            throw new IllegalStateException(e);
-        }
-        // Drop the timestamp comment, so equal topologies give equal bytes.
-        String text = out.toString(StandardCharsets.ISO_8859_1).lines().filter(l -> !l.startsWith("#"))
-                .sorted().reduce("", (a, b) -> a + b + "\n");
-        return text.getBytes(StandardCharsets.ISO_8859_1);
     }
 }

@@ -1,14 +1,13 @@
 package openshell.driver.process;
 
-import java.io.ByteArrayOutputStream;
-import java.io.IOException;
-import java.io.StringReader;
-import java.nio.charset.StandardCharsets;
+import static openshell.driver.StateProperties.required;
+
 import java.nio.file.Path;
 import java.util.Optional;
 import java.util.Properties;
 
 import openshell.driver.DriverException;
+import openshell.driver.StateProperties;
 import openshell.isolation.BackendKey;
 import openshell.isolation.TopologyDescriptor;
 
@@ -40,7 +39,7 @@ record ProcessTopology(Path channel, long runtimeHostUid, int slot, long holderP
         p.setProperty("channel", channel.toString());
         p.setProperty("dial", "runtime");
         p.setProperty("runtime.uid", Long.toString(runtimeHostUid));
-        return TopologyDescriptor.of(BACKEND, write(p));
+        return TopologyDescriptor.of(BACKEND, StateProperties.write(p));
     }
 
     /** @return the driver's state for the gateway to persist */
@@ -54,19 +53,18 @@ record ProcessTopology(Path channel, long runtimeHostUid, int slot, long holderP
         p.setProperty("supervisor.pid", Long.toString(supervisorPid));
         p.setProperty("supervisor.start", Long.toString(supervisorStart));
         cgroup.ifPresent(name -> p.setProperty("cgroup", name));
-        return write(p);
+        return StateProperties.write(p);
     }
 
     static ProcessTopology fromState(byte[] state) {
-        Properties p = new Properties();
         try {
-            p.load(new StringReader(new String(state, StandardCharsets.ISO_8859_1)));
+            Properties p = StateProperties.read(state);
             return new ProcessTopology(Path.of(required(p, "channel")), Long.parseLong(required(p, "runtime.uid")),
                     Integer.parseInt(required(p, "slot")), Long.parseLong(required(p, "holder.pid")),
                     Long.parseLong(required(p, "holder.start")), Long.parseLong(required(p, "supervisor.pid")),
                     Long.parseLong(required(p, "supervisor.start")), Optional.ofNullable(p.getProperty("cgroup"))
                             .map(ProcessTopology::cgroupName));
-        } catch (IOException | RuntimeException e) {
+        } catch (RuntimeException e) {
             throw new DriverException(DriverException.Kind.INVALID, "not a process-driver state: " + e.getMessage(), e);
         }
     }
@@ -77,26 +75,5 @@ record ProcessTopology(Path channel, long runtimeHostUid, int slot, long holderP
             throw new IllegalArgumentException("not a sandbox cgroup name: " + name);
         }
         return name;
-    }
-
-    private static String required(Properties p, String key) {
-        String v = p.getProperty(key);
-        if (v == null) {
-            throw new IllegalArgumentException("missing " + key);
-        }
-        return v;
-    }
-
-    private static byte[] write(Properties p) {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        try {
-            p.store(out, null);
-        } catch (IOException e) {
-            throw new IllegalStateException(e);
-        }
-        // Drop the timestamp comment Properties writes, so equal topologies give equal bytes.
-        String text = out.toString(StandardCharsets.ISO_8859_1).lines().filter(l -> !l.startsWith("#"))
-                .sorted().reduce("", (a, b) -> a + b + "\n");
-        return text.getBytes(StandardCharsets.ISO_8859_1);
     }
 }
