@@ -204,6 +204,7 @@ final class TcpOpen implements PendingTcpOpen {
                 : SocketCalls.connect(socket.value(), relayAddress);
         if (rc != 0 && rc != SocketCalls.EINPROGRESS) {
             // The kernel's own answer for this socket (EISCONN, EALREADY, ...), as if it had connected.
+            cancelExpiry();
             answered = true;
             listener.respondErrno(id, rc);
             throw new BackendException(BackendException.Kind.FAILED, "connect: " + Errno.name(rc));
@@ -213,6 +214,7 @@ final class TcpOpen implements PendingTcpOpen {
                 new InetSocketAddress(destination.address(), destination.port()));
         InetSocketAddress expected = SocketCalls.localAddress(socket.value())
                 .orElseThrow(() -> new BackendException(BackendException.Kind.FAILED, "socket has no local address"));
+        cancelExpiry();
         answered = true;
         boolean delivered = rc == 0 ? listener.respondValue(id, 0) : listener.respondErrno(id, SocketCalls.EINPROGRESS);
         if (!delivered) {
@@ -311,7 +313,20 @@ final class TcpOpen implements PendingTcpOpen {
         settle();
     }
 
+    /**
+     * Takes the decision bound off the timer before the caller hears anything: once the workload
+     * has its answer, no expiry of this connect is left queued (settle, which also cancels it,
+     * runs after the answer and may be later).
+     */
+    private void cancelExpiry() {
+        ScheduledFuture<?> f = expiry;
+        if (f != null) {
+            f.cancel(false);
+        }
+    }
+
     private void answer(int errno, String why) {
+        cancelExpiry();
         answered = true;
         NetworkBroker.audit("connect " + destination.address().getHostAddress() + ":" + destination.port(),
                 "deny " + Errno.name(errno), why);
