@@ -31,17 +31,6 @@ import org.junit.jupiter.api.io.TempDir;
  * sandbox whose agent tries to forge one.
  */
 class CliUsabilityTest {
-    static final String POLICY = """
-            version: 1
-            network_policies:
-              api:
-                endpoints:
-                  - host: api.example.test
-                    port: 443
-                    protocol: tcp
-                binaries:
-                  - path: /usr/bin/curl
-            """;
     /** How long the supervisor's decision may take to reach the sandbox's log. */
     static final Duration DECISION_WAIT = Duration.ofSeconds(30);
 
@@ -149,7 +138,7 @@ class CliUsabilityTest {
     void sandboxLogsShowTheSupervisorsDecisionsFilteredByDenialAndTime() throws Exception {
         gateway = new GatewayUnderTest(tmp.resolve("home"), Launchers.environment());
         gateway.start(0);
-        Path policy = Files.writeString(tmp.resolve("policy.yaml"), POLICY);
+        Path policy = Files.writeString(tmp.resolve("policy.yaml"), CliSandboxTest.POLICY);
         Files.setPosixFilePermissions(tmp, PosixFilePermissions.fromString("rwx--x--x"));
         Instant before = Instant.now().minusSeconds(1);
         // The agent prints a line that imitates the supervisor's decisions, then tries a denied connect
