@@ -187,12 +187,12 @@ interface Enclosure {
                 if (parents.containsKey(root)) {
                     tree.add(root);
                 }
-                ArrayDeque<Integer> todo = new ArrayDeque<>(tree);
-                while (!todo.isEmpty()) {
-                    int parent = todo.poll();
+                ArrayDeque<Integer> unvisited = new ArrayDeque<>(tree);
+                while (!unvisited.isEmpty()) {
+                    int parent = unvisited.poll();
                     parents.forEach((pid, ppid) -> {
                         if (ppid == parent && tree.add(pid)) {
-                            todo.add(pid);
+                            unvisited.add(pid);
                         }
                     });
                 }
